@@ -1,0 +1,5 @@
+import sys
+
+from bundle.cli import main
+
+sys.exit(main())

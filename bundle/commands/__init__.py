@@ -1,0 +1,1 @@
+"""One module per `bundle` verb; bundle.cli discovers them."""

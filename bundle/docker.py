@@ -1,0 +1,177 @@
+"""The only module that talks to Docker (through python-on-whales).
+
+Everything else asks this module for a `Stack` (one compose project) or an engine fact, and gets
+plain Python values or a `BundleError` back: no python-on-whales type leaks out of here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from python_on_whales import DockerClient
+from python_on_whales.exceptions import DockerException
+
+from bundle.errors import EXIT_ENVIRONMENT, BundleError
+
+# Every container, network and volume the bundle creates carries this label (set in compose/*.yaml),
+# so status/down find exactly ours and nothing else on the host.
+BUNDLE_LABEL = "io.sglang-bundle.topology"
+
+
+def _debug() -> bool:
+    return os.environ.get("BUNDLE_DEBUG") == "1"
+
+
+def client(**compose_settings) -> DockerClient:
+    return DockerClient(debug=_debug(), **compose_settings)
+
+
+def require_engine() -> None:
+    """Raise a BundleError naming the fix when no Docker engine answers."""
+    if shutil.which("docker") is None:
+        raise BundleError("the `docker` command is not installed", exit_code=EXIT_ENVIRONMENT,
+                          hint="install Docker Engine (https://docs.docker.com/engine/install/)")
+    try:
+        client().system.info()
+    except DockerException as exc:
+        raise BundleError(f"no Docker engine answers: {_first_line(exc.stderr)}",
+                          exit_code=EXIT_ENVIRONMENT,
+                          hint="start the daemon (`systemctl start docker`) or set DOCKER_HOST") from None
+
+
+def require_compose() -> None:
+    if not client().compose.is_installed():
+        raise BundleError("the Docker Compose v2 plugin (`docker compose`) is not installed",
+                          exit_code=EXIT_ENVIRONMENT,
+                          hint="install docker-compose-plugin, or run `make install` which adds it "
+                               "to ~/.docker/cli-plugins")
+
+
+def engine_versions() -> dict[str, str]:
+    """Server and compose versions as strings ('' where unknown)."""
+    out = {"engine": "", "compose": ""}
+    try:
+        out["engine"] = client().version().server.version or ""
+    except DockerException:
+        pass
+    try:
+        out["compose"] = client().compose.version().removeprefix("Docker Compose version ").strip()
+    except DockerException:
+        pass
+    return out
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else "(no output)"
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    name: str
+    service: str
+    state: str  # running, exited, restarting, ...
+    health: str  # healthy, unhealthy, starting, or '' without a healthcheck
+    exit_code: int | None
+    restart_count: int
+    ports: dict[str, list[str]]  # "30000/tcp" -> ["127.0.0.1:30000"]
+
+
+class Stack:
+    """One compose project: the topology's compose files plus the rendered env file."""
+
+    def __init__(self, project: str, files: list[Path], env_file: Path, profiles: list[str] | None = None):
+        self.project = project
+        self.files = [Path(f) for f in files]
+        self.env_file = Path(env_file)
+        self._docker = client(
+            compose_files=self.files,
+            compose_env_files=[self.env_file],
+            compose_project_name=project,
+            compose_profiles=profiles or [],
+        )
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except DockerException as exc:
+            detail = (exc.stderr or exc.stdout or "").strip()
+            raise BundleError(f"docker compose {what} failed for project {self.project!r}:\n{detail}",
+                              exit_code=EXIT_ENVIRONMENT) from None
+
+    def config(self) -> dict:
+        """Compose's own resolved view of the project (`docker compose config --format json`)."""
+        return self._call("config", self._docker.compose.config, return_json=True)
+
+    def up(self, services: list[str] | None = None, *, build: bool = False) -> None:
+        self._call("up", self._docker.compose.up, services or [], detach=True, build=build,
+                   remove_orphans=True, quiet=True)
+
+    def down(self, *, volumes: bool = False, timeout: int | None = None) -> None:
+        self._call("down", self._docker.compose.down, remove_orphans=True, volumes=volumes,
+                   timeout=timeout, quiet=True)
+
+    def stop(self, services: list[str] | None = None) -> None:
+        self._call("stop", self._docker.compose.stop, services or None)
+
+    def kill(self, services: list[str], signal: str = "SIGKILL") -> None:
+        self._call("kill", self._docker.compose.kill, services, signal=signal)
+
+    def restart(self, services: list[str]) -> None:
+        self._call("restart", self._docker.compose.restart, services)
+
+    def states(self) -> list[ContainerState]:
+        """Every container of the project, stopped ones too."""
+        containers = self._call("ps", self._docker.compose.ps, all=True)
+        return [_state_of(c) for c in containers]
+
+    def logs(self, service: str | None = None, *, tail: int | None = None, follow: bool = False,
+             timestamps: bool = False) -> str | Iterator:
+        kwargs = dict(tail=str(tail) if tail else None, follow=follow, timestamps=timestamps,
+                      stream=follow)
+        return self._call("logs", self._docker.compose.logs, [service] if service else [], **kwargs)
+
+    def container_logs(self, container_name: str) -> str:
+        try:
+            return self._docker.container.logs(container_name, timestamps=True)
+        except DockerException as exc:
+            return f"(logs unavailable: {_first_line(exc.stderr)})"
+
+    def exec(self, service: str, command: list[str], *, env: dict[str, str] | None = None) -> str:
+        return self._call("exec", self._docker.compose.execute, service, command, tty=False,
+                          envs=env or {})
+
+    def run(self, service: str, command: list[str], *, env: dict[str, str] | None = None,
+            volumes: list[tuple[str, str]] | None = None) -> str:
+        """A one-off container of `service` (removed afterwards) running `command`."""
+        return self._call("run", self._docker.compose.run, service, command, remove=True, tty=False,
+                          detach=False, envs=env or {}, volumes=volumes or [], dependencies=False)
+
+
+def _state_of(container) -> ContainerState:
+    st = container.state
+    health = st.health.status if st.health is not None else ""
+    ports = {}
+    for key, bindings in (container.network_settings.ports or {}).items():
+        ports[key] = [f"{b['HostIp']}:{b['HostPort']}" for b in (bindings or [])]
+    return ContainerState(
+        name=container.name,
+        service=container.config.labels.get("com.docker.compose.service", ""),
+        state=st.status,
+        health=health or "",
+        exit_code=st.exit_code,
+        restart_count=container.restart_count or 0,
+        ports=ports,
+    )
+
+
+def projects_with_label(label: str = BUNDLE_LABEL) -> list[str]:
+    """Compose project names of every bundle container on the host, running or not."""
+    try:
+        containers = client().container.list(all=True, filters={"label": label})
+    except DockerException:
+        return []
+    return sorted({c.config.labels.get("com.docker.compose.project", "") for c in containers} - {""})
