@@ -175,3 +175,105 @@ def projects_with_label(label: str = BUNDLE_LABEL) -> list[str]:
     except DockerException:
         return []
     return sorted({c.config.labels.get("com.docker.compose.project", "") for c in containers} - {""})
+
+
+# ---- engine facts for `bundle doctor` ----
+
+@dataclass(frozen=True)
+class EngineInfo:
+    server_version: str
+    runtimes: tuple[str, ...]  # "runc", "nvidia", ...
+    default_runtime: str
+    root_dir: str  # where images and volumes live (/var/lib/docker)
+
+
+def engine_info() -> EngineInfo:
+    """What `docker info` says; a BundleError when no engine answers."""
+    require_engine()
+    info = client().system.info()
+    return EngineInfo(server_version=info.server_version or "",
+                      runtimes=tuple(sorted((info.runtimes or {}).keys())),
+                      default_runtime=info.default_runtime or "",
+                      root_dir=str(info.docker_root_dir or ""))
+
+
+def containers_publishing(port: int) -> list[str]:
+    """Names of running containers that publish host `port` (docker-proxy owns it on their behalf)."""
+    try:
+        containers = client().container.list(filters={"publish": str(port)})
+    except DockerException:
+        return []
+    return sorted(c.name for c in containers)
+
+
+def run_probe_container(image: str, command: list[str], *, probe_file: Path, probe_target: str,
+                        env: dict[str, str], gpus: bool, timeout: float) -> str:
+    """Run `command` once in `image` with one host file mounted read-only; return stdout+stderr.
+
+    The container gets what compose gives the workers (host IPC, unlimited memlock) so a probe sees
+    the transports a worker would. A non-zero exit is not an error here: the output says why.
+    """
+    import threading
+    import uuid
+
+    name = f"bundle-probe-{uuid.uuid4().hex[:8]}"
+    docker = client()
+    killer = threading.Timer(timeout, lambda: _kill_quietly(docker, name))
+    killer.start()
+    try:
+        return docker.run(image, command[1:], entrypoint=command[0], name=name, remove=True,
+                          gpus="all" if gpus else None, ipc="host", ulimit=["memlock=-1"],
+                          envs=env, volumes=[(str(probe_file), probe_target, "ro")])
+    except DockerException as exc:
+        return f"{exc.stdout or ''}\n{exc.stderr or ''}\n(docker run exited {exc.return_code})"
+    finally:
+        killer.cancel()
+
+
+def _kill_quietly(docker: DockerClient, name: str) -> None:
+    try:
+        docker.container.kill(name)
+    except DockerException:
+        pass
+
+
+# ---- images: `bundle pull` ----
+
+@dataclass(frozen=True)
+class ImageFacts:
+    id: str
+    repo_digests: tuple[str, ...]  # "repo@sha256:..." for each registry it was pulled from/pushed to
+    labels: dict[str, str]
+
+
+def image_facts(ref: str) -> ImageFacts | None:
+    """The local image `ref` (name:tag, name@digest or id), or None when it is not here."""
+    docker = client()
+    if not docker.image.exists(ref):
+        return None
+    image = docker.image.inspect(ref)
+    return ImageFacts(id=image.id, repo_digests=tuple(image.repo_digests or ()),
+                      labels=dict(image.config.labels or {}))
+
+
+def pull_image(ref: str) -> None:
+    try:
+        client().image.pull(ref, quiet=True)
+    except DockerException as exc:
+        detail = (exc.stderr or exc.stdout or "").strip()
+        raise BundleError(f"docker pull {ref} failed:\n{detail}", exit_code=EXIT_ENVIRONMENT,
+                          hint="check the registry is reachable and you are logged in "
+                               "(`docker login <registry>`)") from None
+
+
+def tag_image(source: str, target: str) -> None:
+    client().image.tag(source, target)
+
+
+def remove_image_ref(ref: str) -> None:
+    """Remove one reference (tag or digest); the image's data goes only when nothing else names it."""
+    try:
+        client().image.remove(ref, force=False, prune=True)
+    except DockerException as exc:
+        raise BundleError(f"could not remove image {ref}: {_first_line(exc.stderr)}",
+                          exit_code=EXIT_ENVIRONMENT, hint=f"remove it by hand: docker image rm {ref}") from None
