@@ -1,0 +1,150 @@
+"""Snapshots of the pinned SGLang's and sglang-router's own argument parsers, for fast checks.
+
+Importing sglang's ServerArgs takes seconds (it imports torch) and needs the whole Python stack, so
+`bundle validate` cannot call it on every run. Instead `python -m bundle.argspec --write` records
+each parser's options (flags, nargs, choices, value type) in bundle/data/*.json from the pinned
+packages, `parser_from_spec` rebuilds an equivalent argparse parser in milliseconds, and a contract
+test (tests/test_contract_parsers.py) proves the snapshot equals the real parser and that every
+command line the bundle generates parses under the real one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from bundle.paths import PACKAGE_DIR
+
+DATA_DIR = PACKAGE_DIR / "data"
+SPECS = {
+    # name -> (file, how to get the real parser)
+    "sglang-server": DATA_DIR / "sglang-server-args.json",
+    "sglang-router": DATA_DIR / "sglang-router-args.json",
+}
+_SIMPLE_TYPES = {int: "int", float: "float", str: "str"}
+
+
+class ArgumentsRejected(Exception):
+    """The parser refused a command line; the message is argparse's own."""
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print usage and exit(2)
+        raise ArgumentsRejected(message)
+
+
+def real_parser(name: str) -> argparse.ArgumentParser:
+    """The pinned package's own parser (imports sglang / sglang_router: slow, needs them installed)."""
+    parser = _RaisingParser(prog=name, add_help=False)
+    if name == "sglang-server":
+        from sglang.srt.server_args import ServerArgs
+
+        ServerArgs.add_cli_args(parser)
+    elif name == "sglang-router":
+        from sglang_router.router_args import RouterArgs
+
+        RouterArgs.add_cli_args(parser)
+    else:
+        raise KeyError(name)
+    return parser
+
+
+def spec_from_parser(parser: argparse.ArgumentParser, *, package_version: str) -> dict:
+    options = []
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        options.append({
+            "flags": list(action.option_strings),
+            "dest": action.dest,
+            "action": _action_kind(action),
+            "nargs": action.nargs,
+            "choices": _jsonable_choices(action.choices),
+            "type": _SIMPLE_TYPES.get(action.type, "str" if action.type is None else "other"),
+        })
+    options.sort(key=lambda o: o["flags"][0])
+    return {"version": package_version, "options": options}
+
+
+def _action_kind(action: argparse.Action) -> str:
+    if action.nargs == 0:
+        return "flag"  # store_true/store_false/store_const and their subclasses
+    if isinstance(action, argparse._AppendAction):
+        return "append"
+    return "store"
+
+
+def _jsonable_choices(choices):
+    if choices is None:
+        return None
+    return [c if isinstance(c, (str, int, float, bool)) else str(c) for c in choices]
+
+
+@lru_cache(maxsize=None)
+def load_spec(name: str) -> dict:
+    return json.loads(SPECS[name].read_text())
+
+
+def parser_from_spec(spec: dict) -> argparse.ArgumentParser:
+    """An argparse parser accepting exactly the options of the snapshot (flags, arity, choices, types)."""
+    parser = _RaisingParser(prog="spec", add_help=False, allow_abbrev=False)
+    for option in spec["options"]:
+        kwargs: dict = {"dest": option["dest"]}
+        if option["action"] == "flag":
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["action"] = "append" if option["action"] == "append" else "store"
+            if option["nargs"] is not None:
+                kwargs["nargs"] = option["nargs"]
+            if option["choices"] is not None:
+                kwargs["choices"] = option["choices"]
+            if option["type"] in ("int", "float"):
+                kwargs["type"] = int if option["type"] == "int" else float
+        parser.add_argument(*option["flags"], **kwargs)
+    return parser
+
+
+@lru_cache(maxsize=None)
+def _cached_parser(name: str) -> argparse.ArgumentParser:
+    return parser_from_spec(load_spec(name))
+
+
+def check_arguments(name: str, tokens: list[str]) -> str | None:
+    """None if the snapshot of parser `name` accepts `tokens`, else argparse's message."""
+    try:
+        _cached_parser(name).parse_args(tokens)
+    except ArgumentsRejected as exc:
+        return str(exc)
+    return None
+
+
+def aliases(name: str) -> dict[str, tuple[str, ...]]:
+    """Each flag -> every spelling of the same option (--tp-size <-> --tensor-parallel-size)."""
+    out = {}
+    for option in load_spec(name)["options"]:
+        for flag in option["flags"]:
+            out[flag] = tuple(option["flags"])
+    return out
+
+
+def _installed_version(distribution: str) -> str:
+    from importlib.metadata import version
+
+    return version(distribution)
+
+
+def write_specs() -> None:
+    """Regenerate bundle/data/*.json from the installed (pinned) sglang and sglang-router."""
+    for name, dist in (("sglang-server", "sglang"), ("sglang-router", "sglang-router")):
+        spec = spec_from_parser(real_parser(name), package_version=_installed_version(dist))
+        SPECS[name].write_text(json.dumps(spec, indent=1) + "\n")
+        print(f"wrote {SPECS[name]} ({len(spec['options'])} options, {dist} {spec['version']})")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python -m bundle.argspec --write")
+    write_specs()
