@@ -8,9 +8,9 @@ of the GPU path.
 How the transport is known: UCX_PROTO_INFO=y makes UCX print, for each endpoint configuration, a
 table of the protocol it selected per operation and size range, e.g.
 
-    | bundle-probe-initiator intra-node cfg#1                  |
-    | remote memory write by ucp_put* from host memory to host |
-    | 0..inf | zero-copy   | cma/memory                        |
+    | bundle-probe-initiator intra-node cfg#1                              |
+    | remote memory write by ucp_put*(multi) from cuda/GPU0 to cuda/dev[3] |
+    | 0..inf | zero-copy   | cuda_ipc/cuda                                 |
 
 A NIXL WRITE is a UCP put, so the initiator's "remote memory write" table for the probe's memory
 type, at the probe's size, names the transport/device pair (cma/memory, cuda_ipc/cuda0, tcp/lo...).
@@ -100,11 +100,12 @@ def parse_proto_info(output: str) -> list[ProtoSelection]:
 def write_selection(rows: list[ProtoSelection], mem: str, size: int,
                     context: str = INITIATOR_AGENT) -> ProtoSelection | None:
     """The row UCX chose for the probe's WRITE: the initiator's put, to another process, at `size`."""
-    memory = "cuda" if mem == "VRAM" else "host"
+    # As UCX 1.19 words it: "... from host memory to host", "... from cuda/GPU0 to cuda/dev[3]".
+    source = "from cuda/" if mem == "VRAM" else "from host memory to host"
     candidates = [r for r in rows
                   if r.context == context and r.scope != "self"
                   and r.operation.startswith("remote memory write")
-                  and f"from {memory} memory" in r.operation and r.covers(size)]
+                  and source in r.operation and r.covers(size)]
     # The last table printed is the one in force (UCX reprints when an endpoint is reconfigured).
     return candidates[-1] if candidates else None
 

@@ -145,8 +145,10 @@ def is_nvlink(code: str) -> bool:
 def parse_topology(text: str) -> Topology:
     """Parse `nvidia-smi topo -m`. Raises ValueError when no GPU matrix is found."""
     lines = [_ANSI.sub("", ln).rstrip("\n") for ln in text.splitlines()]
-    header_at = next((i for i, ln in enumerate(lines) if re.search(r"(^|\t)\s*GPU0\b", ln)
-                      and not ln.lstrip().startswith("GPU0\t")), None)
+    # The header's first cell (above the row names) is empty: "\tGPU0\tGPU1\t...\tCPU Affinity".
+    header_at = next((i for i, ln in enumerate(lines)
+                      if "\t" in ln and ln.split("\t")[0].strip() == ""
+                      and "GPU0" in (c.strip() for c in ln.split("\t"))), None)
     if header_at is None:
         raise ValueError("nvidia-smi topo -m: no header line with GPU0 found")
     columns = [c.strip() for c in lines[header_at].split("\t")]
