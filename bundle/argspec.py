@@ -80,7 +80,9 @@ def _action_kind(action: argparse.Action) -> str:
 def _jsonable_choices(choices):
     if choices is None:
         return None
-    return [c if isinstance(c, (str, int, float, bool)) else str(c) for c in choices]
+    values = [c if isinstance(c, (str, int, float, bool)) else str(c) for c in choices]
+    # Some choices are sets, whose order changes from run to run: keep snapshots deterministic.
+    return values if isinstance(choices, (list, tuple)) else sorted(values, key=str)
 
 
 @lru_cache(maxsize=None)

@@ -69,15 +69,27 @@ def _router_env(dep: Deployment) -> dict[str, str]:
 
 
 def shell_join(tokens, key_path: tuple) -> str:
-    """Tokens -> one string that compose's shell-style split turns back into the same tokens."""
-    import shlex
+    """Tokens -> one string that compose's shell-style split turns back into the same tokens.
 
-    for token in tokens:
-        if "$" in str(token):
+    Tokens that need quoting get double quotes (JSON values keep their inner quotes escaped), so
+    the joined string never holds a single quote and the env file can quote it literally.
+    """
+    out = []
+    for token in map(str, tokens):
+        where = ".".join(map(str, key_path))
+        if "$" in token:
             # compose would interpolate it; "$$" is how a compose file spells a literal dollar.
-            raise ConfigError([f"{'.'.join(map(str, key_path))}: {token!r} contains '$', which compose "
-                               f"would expand; write $$ for a literal dollar sign"], source="bundle.yaml")
-    return shlex.join(str(t) for t in tokens)
+            raise ConfigError([f"{where}: {token!r} contains '$', which compose would expand; "
+                               f"write $$ for a literal dollar sign"], source="bundle.yaml")
+        if "'" in token or "\n" in token:
+            raise ConfigError([f"{where}: {token!r}: single quotes and newlines cannot pass through "
+                               f"compose's env file; use double quotes"], source="bundle.yaml")
+        if token and all(c.isalnum() or c in "-_.,:/=+@%" for c in token):
+            out.append(token)
+        else:
+            escaped = token.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
+            out.append(f'"{escaped}"')
+    return " ".join(out)
 
 
 def role_variables(dep: Deployment, topology: str) -> dict[str, str]:

@@ -1,0 +1,201 @@
+"""The hashed Python locks of the image layers, generated from docker/lock.toml (`make lock`).
+
+docker/requirements/<layer>.in is rendered from the lock's pins; <layer>.txt is its resolution for
+CPython 3.12 on linux x86_64 (manylinux_2_39, glibc of Ubuntu 24.04) with a sha256 for every file, installed in the image
+with hashes required and `--no-deps` (the lock is the whole closure, so nothing unhashed gets in).
+
+Layers and what they resolve:
+- base:      uv (installs everything above it)
+- framework: torch, sglang, sglang-kernel, flashinfer, tilelang and their whole closure
+- pd:        nixl-cu13 and sglang-router, resolved together with the framework's pins; pd.txt keeps
+             only what the framework layer does not already hold, so the two never disagree.
+
+`python -m bundle.requirements [--check]` regenerates (or, with --check, verifies) them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bundle.errors import EXIT_ENVIRONMENT, BundleError, ConfigError
+from bundle.lock import Lock, load_lock, requirements_dir
+
+LAYERS = ("base", "framework", "pd")
+FRAMEWORK_PACKAGES = ("torch", "sglang", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
+                      "flashinfer-jit-cache", "tilelang")
+PD_PACKAGES = ("nixl-cu13", "sglang-router")
+# Ubuntu 24.04 (the CUDA base) has glibc 2.39; sglang 0.5.23 ships manylinux_2_34 wheels only.
+PLATFORM = "x86_64-manylinux_2_39"
+INPUTS_MARK = "# inputs-sha256: "
+_REQ_LINE = re.compile(r"^([A-Za-z0-9._-]+)==([^\s;\\]+)")
+
+
+def _generated_header(layer: str) -> str:
+    return (f"# Generated from docker/lock.toml by `make lock` ({layer} layer): do not edit.\n"
+            f"# Change the pin in docker/lock.toml, then run `make lock`.\n")
+
+
+def render_inputs(lock: Lock) -> dict[str, str]:
+    """The text of each <layer>.in, exactly as `make lock` writes it."""
+    py = lock.data["python"]
+    base = [f"uv=={lock.data['base']['uv']}"]
+    framework = [f"{name}=={py[name]}" for name in FRAMEWORK_PACKAGES if name in py]
+    pd = [f"{name}=={py[name]}" for name in PD_PACKAGES]
+    return {
+        "base": _generated_header("base") + "\n".join(base) + "\n",
+        "framework": _generated_header("framework") + "\n".join(framework) + "\n",
+        # pd resolves against the framework's pins: its lock is pd's closure minus framework's.
+        "pd": _generated_header("pd") + "-r framework.in\n" + "\n".join(pd) + "\n",
+    }
+
+
+def inputs_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def parse_pins(text: str) -> dict[str, str]:
+    """name -> version for every `name==version` requirement line (names normalised)."""
+    pins = {}
+    for line in text.splitlines():
+        m = _REQ_LINE.match(line.strip())
+        if m:
+            pins[normalise(m.group(1))] = m.group(2)
+    return pins
+
+
+def normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _blocks(text: str) -> dict[str, str]:
+    """name -> the whole requirement block (the pin line and its hash lines)."""
+    blocks: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        m = _REQ_LINE.match(line)
+        if m:
+            current = normalise(m.group(1))
+            blocks[current] = [line]
+        elif current and line.startswith("    "):
+            blocks[current].append(line)
+        else:
+            current = None
+    return {k: "\n".join(v) for k, v in blocks.items()}
+
+
+def _uv() -> str:
+    found = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+    if not Path(found).exists():
+        raise BundleError("`uv` is not installed", exit_code=EXIT_ENVIRONMENT,
+                          hint="run `make install` (requirements/dev.txt installs uv)")
+    return found
+
+
+def _compile(in_file: Path, out_file: Path, python_version: str) -> None:
+    cmd = [_uv(), "pip", "compile", str(in_file.name), "--generate-hashes", "--quiet",
+           "--python-version", python_version, "--python-platform", PLATFORM,
+           "--only-binary", ":all:", "--no-header", "--no-annotate", "-o", str(out_file)]
+    proc = subprocess.run(cmd, cwd=in_file.parent, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BundleError(f"{in_file}: the pins do not resolve together:\n{proc.stderr.strip()}",
+                          hint="change the conflicting pin in docker/lock.toml, then `make lock`")
+
+
+def compile_locks(lock: Lock, out_dir: Path | None = None) -> dict[str, Path]:
+    """Write <layer>.in and resolve <layer>.txt for every layer; return the .txt paths."""
+    out_dir = out_dir or requirements_dir(lock.path)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    python_version = lock.data["base"]["python"]
+    inputs = render_inputs(lock)
+    written = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpdir = Path(tmp)
+        for layer, text in inputs.items():
+            (tmpdir / f"{layer}.in").write_text(text)
+        full = {}
+        for layer in LAYERS:
+            _compile(tmpdir / f"{layer}.in", tmpdir / f"{layer}.full.txt", python_version)
+            full[layer] = (tmpdir / f"{layer}.full.txt").read_text()
+        framework_blocks = _blocks(full["framework"])
+        for layer in LAYERS:
+            blocks = _blocks(full[layer])
+            if layer == "pd":
+                blocks = {k: v for k, v in blocks.items() if k not in framework_blocks}
+                for name, block in _blocks(full["pd"]).items():
+                    if name in framework_blocks and block.splitlines()[0] != framework_blocks[name].splitlines()[0]:
+                        raise BundleError(f"pd layer needs {block.splitlines()[0].split()[0]} but the "
+                                          f"framework layer holds {framework_blocks[name].split()[0]}",
+                                          hint="align the pins in docker/lock.toml, then `make lock`")
+            body = "\n".join(blocks[k] for k in sorted(blocks)) + "\n"
+            header = (_generated_header(layer)
+                      + f"# Resolved by uv for CPython {python_version}, {PLATFORM}; install with "
+                        f"--require-hashes --no-deps.\n"
+                      + f"{INPUTS_MARK}{inputs_digest(inputs[layer])}\n")
+            (out_dir / f"{layer}.in").write_text(inputs[layer])
+            (out_dir / f"{layer}.txt").write_text(header + body)
+            written[layer] = out_dir / f"{layer}.txt"
+    return written
+
+
+def check_locks(lock: Lock) -> list[str]:
+    """Every way the hashed locks and their inputs disagree (empty when they agree)."""
+    problems = []
+    req_dir = requirements_dir(lock.path)
+    expected = render_inputs(lock)
+    fix = "run `make lock` and commit docker/requirements/"
+    for layer in LAYERS:
+        in_file, txt_file = req_dir / f"{layer}.in", req_dir / f"{layer}.txt"
+        if not in_file.exists() or not txt_file.exists():
+            problems.append(f"{req_dir}/{layer}.in/.txt: missing; fix: {fix}")
+            continue
+        in_text, txt = in_file.read_text(), txt_file.read_text()
+        if in_text != expected[layer]:
+            problems.append(f"{in_file}: does not match the pins in {lock.path}; fix: {fix}")
+        mark = next((ln for ln in txt.splitlines() if ln.startswith(INPUTS_MARK)), None)
+        if mark is None or mark.removeprefix(INPUTS_MARK) != inputs_digest(in_text):
+            problems.append(f"{txt_file}: was not resolved from the current {in_file.name}; fix: {fix}")
+        resolved = parse_pins(txt)
+        wanted = parse_pins(in_text)
+        if layer == "pd":
+            wanted = {k: v for k, v in wanted.items() if k in {normalise(p) for p in PD_PACKAGES}}
+        for name, version in wanted.items():
+            if resolved.get(name) != version:
+                problems.append(f"{txt_file}: {name} is {resolved.get(name, 'absent')}, the lock pins "
+                                f"{version}; fix: {fix}")
+        for name, block in _blocks(txt).items():
+            if "--hash=sha256:" not in block:
+                problems.append(f"{txt_file}: {name} has no sha256 hash; fix: {fix}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bundle.requirements", description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="verify instead of regenerating")
+    parser.add_argument("--lock", type=Path, default=None, help="path of lock.toml")
+    args = parser.parse_args(argv)
+    try:
+        lock = load_lock(args.lock)
+        if args.check:
+            problems = check_locks(lock)
+            if problems:
+                raise ConfigError(problems, source=str(requirements_dir(lock.path)))
+            print(f"hashed locks agree with {lock.path} (lock hash {lock.hash})")
+            return 0
+        for layer, path in compile_locks(lock).items():
+            print(f"{layer:<10} {len(parse_pins(path.read_text())):>4} packages  {path}")
+        print(f"lock hash {load_lock(args.lock).hash}")
+        return 0
+    except BundleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

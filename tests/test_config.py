@@ -1,0 +1,156 @@
+"""bundle.yaml: schema, defaults, and one clear message per bad input, all collected in one pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bundle.checks import check
+from bundle.cli import main
+from bundle.config import SCHEMA_PATH, load_config
+from bundle.errors import EXIT_CONFIG, ConfigError
+from tests.conftest import write_config
+
+
+def test_embedded_defaults_serve_both_topologies_without_errors():
+    dep = load_config(None)
+    assert dep.served_name == "deepseek-v4-flash"
+    for topology in ("tp4", "pd"):
+        assert check(dep, topology).errors == []
+    prefill, decode = dep.roles("pd")
+    assert set(prefill.gpus).isdisjoint(decode.gpus)
+
+
+def test_every_schema_property_has_a_description_and_forbids_unknown_keys():
+    schema = json.loads(SCHEMA_PATH.read_text())
+    assert schema["$schema"].endswith("2020-12/schema")
+
+    def walk(node, path):
+        if node.get("type") == "object" and "properties" in node:
+            assert node.get("additionalProperties") is False, path
+            for name, child in node["properties"].items():
+                assert child.get("description"), f"{path}.{name} has no description"
+                walk(child, f"{path}.{name}")
+        if "items" in node and isinstance(node["items"], dict):
+            walk(node["items"], f"{path}[]")
+
+    walk(schema, "$")
+
+
+def test_user_values_merge_over_defaults_and_lists_replace(tmp_path):
+    path = write_config(tmp_path, "levers:\n  speculative: mtp\ntp4:\n  gpus: [4, 5, 6, 7]\n")
+    dep = load_config(path)
+    assert dep.levers["speculative"] == "mtp"
+    assert dep.levers["moe_runner"] == "marlin"  # untouched default survives the merge
+    assert dep.roles("tp4")[0].gpus == (4, 5, 6, 7)
+
+
+def _problems(tmp_path, text):
+    with pytest.raises(ConfigError) as info:
+        dep = load_config(write_config(tmp_path, text))
+        check(dep, "pd").raise_if_errors(dep.source.name)
+    return info.value
+
+
+def test_yaml_syntax_error_names_file_line_and_column(tmp_path):
+    err = _problems(tmp_path, "model:\n  path: /m\n  served_name: [unclosed\n")
+    (problem,) = err.problems
+    assert "bundle.yaml:4:" in problem or "bundle.yaml:3:" in problem
+    assert "YAML syntax error" in problem
+
+
+def test_unknown_key_gets_did_you_mean_with_its_line(tmp_path):
+    err = _problems(tmp_path, "levers:\n  kv_cache_dtype: auto\n  speculativ: mtp\n")
+    (problem,) = err.problems
+    assert problem.startswith(f"{tmp_path}/bundle.yaml:3: levers.speculativ: unknown key")
+    assert "did you mean 'speculative'?" in problem
+
+
+def test_wrong_type_names_the_key_path_and_what_was_given(tmp_path):
+    err = _problems(tmp_path, "network:\n  front_port: '8080'\n")
+    (problem,) = err.problems
+    assert "bundle.yaml:2: network.front_port: expected integer, got string" in problem
+
+
+def test_all_schema_problems_are_reported_together(tmp_path):
+    err = _problems(tmp_path, "levers:\n  moe_runner: fast\n  speculative: yes\nhealth:\n  start_period: soon\n")
+    assert len(err.problems) == 3
+    assert [p.split(": ")[1] for p in err.problems] == ["levers.moe_runner", "levers.speculative",
+                                                        "health.start_period"]
+
+
+def test_overlapping_gpus_are_refused(tmp_path):
+    err = _problems(tmp_path, "pd:\n  decode:\n    gpus: [3, 4, 5, 6]\n")
+    assert any("pd.decode.gpus: GPUs [3] are given to both prefill" in p for p in err.problems)
+
+
+def test_tp_size_must_match_the_gpu_list(tmp_path):
+    err = _problems(tmp_path, "pd:\n  prefill:\n    gpus: [0, 1]\n    tp_size: 4\n")
+    assert any(":3: pd.prefill.gpus: 2 GPUs [0, 1] but tp_size is 4" in p for p in err.problems)
+
+
+def test_bootstrap_port_may_not_reuse_the_worker_port(tmp_path):
+    err = _problems(tmp_path, "network:\n  worker_port: 8998\n")
+    assert any("pd.bootstrap_port: 8998 is also network.worker_port" in p for p in err.problems)
+
+
+def test_extra_args_may_not_override_a_flag_the_bundle_sets(tmp_path):
+    err = _problems(tmp_path, "pd:\n  decode:\n    extra_args: ['--tensor-parallel-size', '2']\n")
+    assert any("pd.decode.extra_args[0]: --tensor-parallel-size is set by the bundle" in p for p in err.problems)
+
+
+def test_misspelled_server_flag_is_rejected_by_the_parser_snapshot(tmp_path):
+    err = _problems(tmp_path, "pd:\n  prefill:\n    extra_args: ['--mem-fraction-statc', '0.8']\n")
+    (problem,) = err.problems
+    assert "pd.prefill.extra_args: the prefill command line is rejected by SGLang's parser" in problem
+    assert "--mem-fraction-statc" in problem
+
+
+def test_bad_router_choice_is_rejected(tmp_path):
+    err = _problems(tmp_path, "pd:\n  router:\n    extra_args: ['--decode-policy', 'fastest']\n")
+    assert "invalid choice: 'fastest'" in err.problems[0]
+
+
+def test_missing_model_is_a_warning_for_validate_and_an_error_for_launch(tmp_path):
+    dep = load_config(write_config(tmp_path, f"model:\n  path: {tmp_path}/nowhere\n"))
+    assert check(dep, "tp4").errors == []
+    assert "does not exist on this host" in check(dep, "tp4").warnings[0]
+    assert "does not exist" in check(dep, "tp4", require_model=True).errors[0]
+    (tmp_path / "model").mkdir()
+    dep = load_config(write_config(tmp_path, f"model:\n  path: {tmp_path}/model\n"))
+    assert "has no config.json" in check(dep, "tp4", require_model=True).errors[0]
+    (tmp_path / "model" / "config.json").write_text("{}")
+    assert check(dep, "tp4", require_model=True).errors == []
+
+
+def test_empty_api_key_file_is_refused(tmp_path):
+    (tmp_path / "key").write_text("\n")
+    err = _problems(tmp_path, "api_key_file: key\n")
+    assert "api_key_file:" in err.problems[0] and "is empty" in err.problems[0]
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("model: [\n", "YAML syntax error"),
+    ("levers:\n  sparse_mla: fastest\n", "levers.sparse_mla"),
+    ("tp4:\n  gpus: [0, 1]\n", "tp4.gpus: 2 GPUs"),
+    ("pd:\n  decode:\n    gpus: [0, 1, 2, 3]\n", "given to both prefill"),
+])
+def test_cli_exits_with_the_config_code_and_one_message(tmp_path, capsys, text, needle):
+    path = write_config(tmp_path, text)
+    assert main(["validate", "-c", str(path)]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert needle in err and str(path) in err and "nothing was started" in err
+    assert "Traceback" not in err
+
+
+def test_cli_missing_file(tmp_path, capsys):
+    assert main(["validate", "tp4", "-c", str(tmp_path / "absent.yaml")]) == EXIT_CONFIG
+    assert "absent.yaml: file not found" in capsys.readouterr().err
+
+
+def test_cli_validates_the_defaults(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no ./bundle.yaml here
+    assert main(["validate"]) == 0
+    out = capsys.readouterr().out
+    assert "ok tp4" in out and "ok pd" in out
