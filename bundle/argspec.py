@@ -81,8 +81,9 @@ def _jsonable_choices(choices):
     if choices is None:
         return None
     values = [c if isinstance(c, (str, int, float, bool)) else str(c) for c in choices]
-    # Some choices are sets, whose order changes from run to run: keep snapshots deterministic.
-    return values if isinstance(choices, (list, tuple)) else sorted(values, key=str)
+    # Some choices come from sets or hash maps whose order changes from run to run: sort them so
+    # the snapshot is deterministic (order carries no meaning for a parser).
+    return sorted(values, key=str)
 
 
 @lru_cache(maxsize=None)
