@@ -23,4 +23,13 @@ install: $(BIN)/python ## create .venv with the driver, test tools, compose plug
 	    $(HOME)/.docker/cli-plugins/docker-compose; fi
 	@docker compose version
 
-.PHONY: help install
+test: ## run the test suite (Docker tests use the local engine; GPU tests are skipped without a GPU)
+	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
+
+validate: ## check the config for both topologies (CONFIG=bundle.yaml to pick a file)
+	$(BUNDLE) validate $(if $(CONFIG),-c $(CONFIG))
+
+argspec: ## refresh the parser snapshots from the pinned sglang / sglang-router in .venv
+	$(BIN)/python -m bundle.argspec --write
+
+.PHONY: help install test validate argspec
