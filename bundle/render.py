@@ -236,10 +236,15 @@ def resolved_commands(rendered_env: dict[str, str], files: list[Path]) -> dict[s
     for path in files:
         data = yaml.safe_load(Path(path).read_text()) or {}
         for name, service in (data.get("services") or {}).items():
+            if not isinstance(service, dict):
+                continue
             merged = services.setdefault(name, {})
-            if isinstance(service, dict) and "command" in service:
-                merged["command"] = service["command"]
-    return {name: split_command(s["command"], rendered_env) for name, s in services.items() if "command" in s}
+            for key in ("command", "profiles"):
+                if key in service:
+                    merged[key] = service[key]
+    # Services behind a profile (the bench tool) are not part of `up`, as compose config shows.
+    return {name: split_command(s["command"], rendered_env) for name, s in services.items()
+            if "command" in s and not s.get("profiles")}
 
 
 def program_args(argv: list[str], module: str) -> list[str] | None:
