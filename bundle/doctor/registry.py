@@ -1,0 +1,34 @@
+"""Every doctor check, in the order the table shows them."""
+
+from __future__ import annotations
+
+from bundle.doctor import checks_docker, checks_gpu, checks_host, checks_model, checks_nixl, checks_ports
+from bundle.doctor.core import Check, Report, run_check
+
+CHECKS: tuple[Check, ...] = (
+    Check("driver", "NVIDIA driver (CUDA 13)", checks_gpu.driver),
+    Check("gpus", "GPUs and compute capability", checks_gpu.gpus),
+    Check("p2p", "GPU peer-to-peer topology", checks_gpu.p2p_topology),
+    Check("docker", "Docker and Compose", checks_docker.docker_versions),
+    Check("nvidia-runtime", "NVIDIA container runtime", checks_docker.nvidia_runtime),
+    Check("shm", "Shared memory (/dev/shm)", checks_host.shared_memory),
+    Check("memlock", "Locked-memory limit", checks_host.memlock),
+    Check("disk", "Free disk", checks_host.disk_space),
+    Check("model", "Model files", checks_model.model_files),
+    Check("ports", "Host ports", checks_ports.ports),
+    Check("nixl", "NIXL transfer (UCX)", checks_nixl.nixl_transfer),
+)
+NAMES = tuple(c.name for c in CHECKS)
+
+
+def run_checks(ctx, only: list[str] | None = None, skip: list[str] | None = None,
+               on_result=None) -> Report:
+    results = []
+    for check in CHECKS:
+        if (only and check.name not in only) or (skip and check.name in skip):
+            continue
+        result = run_check(check, ctx)
+        if on_result is not None:
+            on_result(check, result)
+        results.append(result)
+    return Report(results)
