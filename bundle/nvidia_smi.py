@@ -36,7 +36,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class NvidiaSmiUnavailable(RuntimeError):
-    """nvidia-smi is not installed or cannot talk to a driver; the message says which."""
+    """nvidia-smi is not installed (`installed` False) or cannot talk to a driver (True)."""
+
+    def __init__(self, message: str, *, installed: bool):
+        super().__init__(message)
+        self.installed = installed
 
 
 @dataclass(frozen=True)
@@ -193,16 +197,17 @@ def parse_topology(text: str) -> Topology:
 def _run(args: list[str], timeout: float = 30) -> str:
     exe = shutil.which("nvidia-smi")
     if exe is None:
-        raise NvidiaSmiUnavailable("nvidia-smi is not on PATH (no NVIDIA driver installed on this host)")
+        raise NvidiaSmiUnavailable("nvidia-smi is not on PATH (no NVIDIA driver installed on this host)",
+                                   installed=False)
     try:
         proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise NvidiaSmiUnavailable(f"nvidia-smi {' '.join(args)} did not answer in {timeout:.0f} s "
-                                   "(a hung driver or GPU)") from None
+                                   "(a hung driver or GPU)", installed=True) from None
     if proc.returncode != 0:
         detail = (proc.stdout + proc.stderr).strip().splitlines()
         raise NvidiaSmiUnavailable(f"nvidia-smi {' '.join(args)} exited {proc.returncode}: "
-                                   f"{detail[0] if detail else '(no output)'}")
+                                   f"{detail[0] if detail else '(no output)'}", installed=True)
     return proc.stdout
 
 

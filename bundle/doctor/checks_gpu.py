@@ -9,10 +9,21 @@ from bundle.doctor.core import CheckResult, fail, ok, skip, warn
 _NO_GPU_FIX = "run the doctor on the GPU host (NVIDIA driver >= 580 installed, `nvidia-smi` working)"
 
 
+def _no_gpu_facts(ctx: HostContext) -> CheckResult | None:
+    """SKIP where no driver is installed (a CPU machine); FAIL where nvidia-smi is there but broken."""
+    error = ctx.gpu_error()
+    if error is None:
+        return None
+    if error.installed:
+        return fail(f"nvidia-smi does not work: {error}",
+                    "fix the NVIDIA driver (a reboot after a driver upgrade, `dmesg | grep -i nvrm`)")
+    return skip(f"no GPU here: {error}", _NO_GPU_FIX)
+
+
 def driver(ctx: HostContext) -> CheckResult:
-    problem = ctx.gpu_problem()
-    if problem:
-        return skip(f"no GPU here: {problem}", _NO_GPU_FIX)
+    unavailable = _no_gpu_facts(ctx)
+    if unavailable:
+        return unavailable
     versions = sorted({g.driver_version or "unknown" for g in ctx.gpus})
     majors = [nvidia_smi.driver_major(v) for v in versions]
     if any(m is None for m in majors):
@@ -25,9 +36,9 @@ def driver(ctx: HostContext) -> CheckResult:
 
 
 def gpus(ctx: HostContext) -> CheckResult:
-    problem = ctx.gpu_problem()
-    if problem:
-        return skip(f"no GPU here: {problem}", _NO_GPU_FIX)
+    unavailable = _no_gpu_facts(ctx)
+    if unavailable:
+        return unavailable
     found = ctx.gpus
     details = {"gpus": [{"index": g.index, "name": g.name, "compute_cap": g.compute_cap_text,
                          "memory_total_mib": g.memory_total_mib} for g in found],
@@ -47,9 +58,9 @@ def gpus(ctx: HostContext) -> CheckResult:
 
 
 def p2p_topology(ctx: HostContext) -> CheckResult:
-    problem = ctx.gpu_problem()
-    if problem:
-        return skip(f"no GPU here: {problem}", _NO_GPU_FIX)
+    unavailable = _no_gpu_facts(ctx)
+    if unavailable:
+        return unavailable
     topo = ctx.topology
     groups = ctx.gpu_groups or {"all": topo.gpus}
     per_group = {}

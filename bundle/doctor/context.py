@@ -45,10 +45,14 @@ class HostContext:
 
         return docker.engine_info()
 
-    def gpu_problem(self) -> str | None:
+    def gpu_error(self) -> nvidia_smi.NvidiaSmiUnavailable | None:
         """Why GPU facts are unavailable, or None when nvidia-smi answered."""
         try:
             self.gpus
         except nvidia_smi.NvidiaSmiUnavailable as exc:
-            return str(exc)
+            return exc
         return None
+
+    def gpu_problem(self) -> str | None:
+        error = self.gpu_error()
+        return str(error) if error else None
