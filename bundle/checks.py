@@ -8,7 +8,6 @@ parsers (bundle.argspec).
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,14 +189,3 @@ def _router_prefill_bootstrap(args: list[str]) -> str | None:
         if token == "--prefill" and i + 2 < len(args) and not args[i + 2].startswith("--"):
             return args[i + 2]
     return None
-
-
-def port_owner_free(host: str, port: int) -> bool:
-    """True if nothing listens on host:port (a bind test: what compose's port mapping will need)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True

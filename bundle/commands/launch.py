@@ -1,0 +1,148 @@
+"""`bundle launch tp4|pd [-c FILE] [--rehearsal] [--timeout DURATION]`: validate, write the env,
+`compose up`, wait for true readiness with progress, attest what runs, print the endpoint.
+
+On failure or timeout: every container's logs are saved under the run's folder, what this launch
+started is stopped (volumes kept), and the exit code says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from bundle import docker, runstate
+from bundle.commands._common import add_config_argument, add_topology_argument, load_checked
+from bundle.durations import parse_duration
+from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.frontdoor import front_door
+from bundle.ports import is_free, owner
+from bundle.ready import NotReady, wait_ready
+from bundle.render import render
+
+HELP = "bring a topology up and wait until it truly serves (health, router pairing, one generation)"
+SERVICES = {"tp4": {"server"}, "pd": {"prefill", "decode", "router"}}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_topology_argument(parser)
+    add_config_argument(parser)
+    parser.add_argument("--rehearsal", action="store_true",
+                        help="simulated workers behind the real router, no GPU (see README, Rehearsal)")
+    parser.add_argument("--timeout", metavar="DURATION",
+                        help="readiness limit, e.g. 45m (default: lifecycle.launch_timeout)")
+    parser.add_argument("--keep-on-failure", action="store_true",
+                        help="leave the containers running after a failed start, for debugging")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=True)
+    topology = args.topology
+    # 1. Everything that can be checked before touching Docker: a bad config stops here.
+    dep, findings = load_checked(args, topology, require_model=not args.rehearsal)
+    for warning in findings.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    timeout = parse_duration(args.timeout or dep.raw["lifecycle"]["launch_timeout"], what="--timeout")
+    docker.require_engine()
+    docker.require_compose()
+    project = dep.project_name(topology)
+    if docker.project_containers(project):
+        raise BundleError(f"project {project} is already up (or left stopped containers)",
+                          hint=f"`bundle status {topology}` to look, `bundle down {topology}` to stop it",
+                          exit_code=EXIT_ENVIRONMENT)
+    host, port = dep.network["host_address"], dep.network["front_port"]
+    if not is_free(host, port):
+        who = owner(port)
+        raise BundleError(f"{host}:{port} (network.front_port) is already in use"
+                          + (f" by {who}" if who else ""),
+                          hint="stop that process or choose another network.front_port",
+                          exit_code=EXIT_ENVIRONMENT)
+    extra_env = {}
+    if args.rehearsal:
+        from bundle import rehearsal
+
+        rehearsal.ensure_image(console)
+        extra_env = rehearsal.environment()
+    else:
+        image = dep.raw["image"]["ref"]
+        rendered_probe = render(dep, topology)
+        image = rendered_probe.env["BUNDLE_IMAGE"]
+        if not docker.image_exists(image):
+            raise BundleError(f"image {image} is not on this host",
+                              hint="`make image` to build it, or `bundle pull` to fetch the published one",
+                              exit_code=EXIT_ENVIRONMENT)
+    rendered = render(dep, topology, rehearsal=args.rehearsal, extra_env=extra_env)
+    run_dir = runstate.new_run_dir(project, "launch")
+    record = runstate.LaunchRecord(project=project, topology=topology,
+                                   compose_files=[str(f) for f in rendered.compose_files],
+                                   env_file=str(rendered.env_file), rehearsal=args.rehearsal,
+                                   config=dep.source.name, started_at=time.time(), run_dir=str(run_dir))
+    runstate.save(record)
+    stack = rendered.stack()
+    front = front_door(dep)
+    console.print(f"launching {topology} as compose project [bold]{project}[/] "
+                  f"({'rehearsal: simulated workers' if args.rehearsal else rendered.env['BUNDLE_IMAGE']})")
+    # 2. Start. From here on, a failure cleans up what this launch made.
+    try:
+        stack.up()
+        with console.status("waiting for readiness...") if console.is_terminal else _nullcontext():
+            ready = wait_ready(stack, topology, front, timeout=timeout,
+                               prompt=dep.raw["smoke"]["checks"][0]["prompt"],
+                               expected_services=SERVICES[topology],
+                               report=lambda line: console.print(line))
+    except (NotReady, BundleError, KeyboardInterrupt) as exc:
+        saved = save_logs(stack, run_dir)
+        if not args.keep_on_failure:
+            console.print(f"stopping what this launch started (volumes kept); logs in {saved}")
+            stack.down(volumes=False)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        exc.message = f"{project} did not become ready: {exc.message}\n  logs: {saved}"
+        raise
+    (run_dir / "ready.json").write_text(json.dumps(
+        {"seconds": round(ready.seconds, 1), "events": ready.events}, indent=2) + "\n")
+    console.print(f"[green]ready[/] in {ready.seconds:.0f} s")
+    _attest(dep, topology, rendered, run_dir, console)
+    console.print(f"\nendpoint: [bold]{front.url}[/] (model {front.model})")
+    console.print("try it:\n  " + front.example_request(), markup=False)
+    return 0
+
+
+def _attest(dep, topology, rendered, run_dir, console) -> None:
+    """Record what actually runs (CUDA graphs, backends, TP...): a FAIL here fails the launch."""
+    try:
+        from bundle import attest
+    except ImportError:  # attestation ships with the smoke/bench verbs
+        return
+    result = attest.attest(dep, topology, rendered)
+    (run_dir / "attestation.json").write_text(result.to_json() + "\n")
+    attest.print_findings(result, console)
+    if not result.ok:
+        raise BundleError("attestation failed: the servers do not run what the config asked for",
+                          hint=f"see {run_dir / 'attestation.json'}; the stack is left running for a look")
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def save_logs(stack, run_dir) -> str:
+    """Every container's full log (stopped ones too) under run_dir/logs/, before anything is removed."""
+    folder = run_dir / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        states = stack.states()
+    except BundleError:
+        states = []
+    for st in states:
+        (folder / f"{st.service}.log").write_text(stack.container_logs(st.name))
+        (folder / f"{st.service}.state.json").write_text(json.dumps(
+            {"state": st.state, "health": st.health, "exit_code": st.exit_code,
+             "restarts": st.restart_count}, indent=2) + "\n")
+    return str(folder)
