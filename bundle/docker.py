@@ -15,7 +15,7 @@ from typing import Iterator
 from python_on_whales import DockerClient
 from python_on_whales.exceptions import DockerException
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
 
 # Every container, network and volume the bundle creates carries this label (set in compose/*.yaml),
 # so status/down find exactly ours and nothing else on the host.
@@ -168,6 +168,21 @@ def _state_of(container) -> ContainerState:
     )
 
 
+def project_containers(project: str) -> list[str]:
+    """Names of every container (running or stopped) of compose project `project`."""
+    try:
+        containers = client().container.list(
+            all=True, filters={"label": f"com.docker.compose.project={project}"})
+    except DockerException as exc:
+        raise BundleError(f"cannot list containers: {_first_line(exc.stderr)}",
+                          exit_code=EXIT_ENVIRONMENT) from None
+    return sorted(c.name for c in containers)
+
+
+def image_exists(ref: str) -> bool:
+    return client().image.exists(ref)
+
+
 def projects_with_label(label: str = BUNDLE_LABEL) -> list[str]:
     """Compose project names of every bundle container on the host, running or not."""
     try:
@@ -277,3 +292,50 @@ def remove_image_ref(ref: str) -> None:
     except DockerException as exc:
         raise BundleError(f"could not remove image {ref}: {_first_line(exc.stderr)}",
                           exit_code=EXIT_ENVIRONMENT, hint=f"remove it by hand: docker image rm {ref}") from None
+
+
+# ---- images: `bundle build` ----
+
+def buildx_available() -> bool:
+    """Whether `docker buildx` (BuildKit through the CLI plugin) is installed."""
+    try:
+        return client().buildx.is_installed()
+    except DockerException:
+        return False
+
+
+def build_image(*, context: Path, dockerfile: Path, tags: list[str], build_args: dict[str, str],
+                labels: dict[str, str], use_cache: bool = True, use_buildx: bool = True,
+                on_line=None) -> str:
+    """Build one image and return its id; each log line goes to `on_line` as it comes.
+
+    buildx (BuildKit) when present; else the legacy builder, which the Dockerfiles are written to
+    work with too (no RUN --mount). A failed build raises a BundleError with the log's tail.
+    """
+    docker = client()
+    lines: list[str] = []
+
+    def _emit(line: str) -> None:
+        lines.append(line)
+        del lines[:-40]
+        if on_line is not None:
+            on_line(line)
+
+    try:
+        if use_buildx:
+            for line in docker.buildx.build(context, file=dockerfile, tags=tags, build_args=build_args,
+                                            labels=labels, cache=use_cache, load=True, progress="plain",
+                                            provenance=False, stream_logs=True):
+                _emit(line.rstrip())
+        else:
+            # The Docker 23+ CLI defaults to BuildKit and refuses to build without buildx; this
+            # asks for the legacy builder explicitly.
+            legacy = DockerClient(debug=_debug(), client_call=["env", "DOCKER_BUILDKIT=0", "docker"])
+            legacy.legacy_build(context, file=dockerfile, tags=tags, build_args=build_args,
+                                labels=labels, cache=use_cache, quiet=True)
+    except DockerException as exc:
+        tail = "\n".join(lines[-25:]) or (exc.stderr or exc.stdout or "").strip()
+        raise BundleError(f"building {tags[0]} from {dockerfile} failed:\n{tail}",
+                          exit_code=EXIT_FAILED,
+                          hint="fix the step shown above; the layers below it are kept and reused") from None
+    return docker.image.inspect(tags[0]).id
