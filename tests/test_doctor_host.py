@@ -1,0 +1,128 @@
+"""Host checks on this machine's real state: ports (with the owning process), model folder,
+/dev/shm, memlock, disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import socket
+
+from bundle import port_owners
+from bundle.doctor import checks_host, checks_model, checks_ports
+from bundle.doctor.context import HostContext
+from bundle.doctor.core import Status
+
+
+def listening_socket(host: str = "127.0.0.1") -> socket.socket:
+    sock = socket.socket()
+    sock.bind((host, 0))
+    sock.listen()
+    return sock
+
+
+def test_a_taken_port_fails_and_names_this_process():
+    sock = listening_socket()
+    port = sock.getsockname()[1]
+    try:
+        result = checks_ports.ports(HostContext(ports=[("127.0.0.1", port, "pd front door")]))
+    finally:
+        sock.close()
+    assert result.status is Status.FAIL
+    assert f"port {port} is taken" in result.summary
+    assert f"pid {os.getpid()}" in result.summary
+    assert "front_port" in result.remediation
+
+
+def test_a_wildcard_listener_blocks_a_loopback_bind_and_vice_versa():
+    sock = listening_socket("0.0.0.0")
+    port = sock.getsockname()[1]
+    try:
+        assert port_owners.conflicts("127.0.0.1", port)
+    finally:
+        sock.close()
+    sock = listening_socket("127.0.0.1")
+    port = sock.getsockname()[1]
+    try:
+        assert port_owners.conflicts("0.0.0.0", port)
+    finally:
+        sock.close()
+
+
+def test_a_free_port_passes():
+    sock = listening_socket()
+    port = sock.getsockname()[1]
+    sock.close()  # now free
+    result = checks_ports.ports(HostContext(ports=[("127.0.0.1", port, "front door")]))
+    assert result.status is Status.OK and f"127.0.0.1:{port}" in result.summary
+
+
+def test_proc_net_tcp_lines_decode_to_addresses_and_ports():
+    text = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+            "   0: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000  0  0 4242 1\n"
+            "   1: 00000000:2328 00000000:0000 0A 00000000:00000000 00:00000000 00000000  0  0 4343 1\n"
+            "   2: 0100007F:9C40 0100007F:7530 01 00000000:00000000 00:00000000 00000000  0  0 4444 1\n")
+    found = port_owners.parse_proc_net_tcp(text)
+    assert [(x.address, x.port, x.inode) for x in found] == [("127.0.0.1", 30000, 4242), ("0.0.0.0", 9000, 4343)]
+    six = ("  sl  local_address                         remote_address                        st\n"
+           "   0: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A "
+           "00000000:00000000 00:00000000 00000000     0        0 5151 1\n")
+    (item,) = port_owners.parse_proc_net_tcp(six)
+    assert (item.address, item.port) == ("::1", 8080)
+
+
+def make_model(tmp_path, shards=("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"),
+               present=None, tokenizer=True):
+    root = tmp_path / "model"
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps({"model_type": "deepseek_v4"}))
+    weight_map = {f"layer.{i}.weight": shard for i, shard in enumerate(shards)}
+    (root / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    for shard in present if present is not None else shards:
+        (root / shard).write_bytes(b"\0" * 1024)
+    if tokenizer:
+        (root / "tokenizer.json").write_text("{}")
+    return root
+
+
+def test_a_complete_model_folder_passes(tmp_path):
+    result = checks_model.model_files(HostContext(model_path=str(make_model(tmp_path))))
+    assert result.status is Status.OK and "deepseek_v4: 2 shards" in result.summary
+    assert result.details["bytes"] == 2048
+
+
+def test_a_missing_shard_fails_and_names_it(tmp_path):
+    root = make_model(tmp_path, present=["model-00001-of-00002.safetensors"])
+    result = checks_model.model_files(HostContext(model_path=str(root)))
+    assert result.status is Status.FAIL and "model-00002-of-00002.safetensors" in result.summary
+
+
+def test_missing_folder_or_config_fails_and_missing_tokenizer_warns(tmp_path):
+    assert checks_model.model_files(HostContext(model_path=str(tmp_path / "nope"))).status is Status.FAIL
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert "config.json" in checks_model.model_files(HostContext(model_path=str(bare))).summary
+    root = make_model(tmp_path, tokenizer=False)
+    assert checks_model.model_files(HostContext(model_path=str(root))).status is Status.WARN
+
+
+def test_shm_verdict_follows_the_real_size():
+    st = os.statvfs("/dev/shm")
+    size = st.f_frsize * st.f_blocks
+    result = checks_host.shared_memory(HostContext())
+    assert result.details["size_bytes"] == size
+    assert result.status is (Status.OK if size >= checks_host.MIN_SHM else Status.WARN)
+
+
+def test_memlock_verdict_follows_the_real_limit():
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    result = checks_host.memlock(HostContext())
+    assert result.status is (Status.OK if soft == resource.RLIM_INFINITY else Status.WARN)
+
+
+def test_disk_counts_the_model_only_when_it_is_not_there(tmp_path):
+    absent = checks_host.disk_space(HostContext(model_path=str(tmp_path / "not-yet")))
+    present = checks_host.disk_space(HostContext(model_path=str(make_model(tmp_path))))
+    need = lambda r: sum(fs["need"] for fs in r.details["filesystems"])  # noqa: E731
+    assert need(absent) - need(present) == checks_host.MODEL_BYTES
+    assert absent.status in (Status.OK, Status.FAIL)
