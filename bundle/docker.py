@@ -172,7 +172,7 @@ def project_containers(project: str) -> list[str]:
     """Names of every container (running or stopped) of compose project `project`."""
     try:
         containers = client().container.list(
-            all=True, filters={"label": f"com.docker.compose.project={project}"})
+            all=True, filters=[("label", f"com.docker.compose.project={project}")])
     except DockerException as exc:
         raise BundleError(f"cannot list containers: {_first_line(exc.stderr)}",
                           exit_code=EXIT_ENVIRONMENT) from None
@@ -186,7 +186,7 @@ def image_exists(ref: str) -> bool:
 def projects_with_label(label: str = BUNDLE_LABEL) -> list[str]:
     """Compose project names of every bundle container on the host, running or not."""
     try:
-        containers = client().container.list(all=True, filters={"label": label})
+        containers = client().container.list(all=True, filters=[("label", label)])
     except DockerException:
         return []
     return sorted({c.config.labels.get("com.docker.compose.project", "") for c in containers} - {""})
