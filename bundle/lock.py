@@ -137,6 +137,7 @@ def _flat_pins(data: dict) -> dict[str, str]:
     pins = {
         "base_image": base["image"],
         "cuda": base["cuda"],
+        "apt_snapshot": base["apt_snapshot"],
         "python": base["python"],
         "uv": base["uv"],
         "cuda_arch_list": base["cuda_arch_list"],
@@ -180,6 +181,8 @@ def _validate(data: dict) -> list[str]:
 
     need("base", "image", _IMAGE_PIN, "an image pinned as name:tag@sha256:<64 hex>")
     need("base", "cuda", _MAJOR_MINOR_PATCH, "a CUDA version such as 13.0.2")
+    need("base", "apt_snapshot", re.compile(r"^[0-9]{8}T[0-9]{6}Z$"),
+         "an Ubuntu snapshot id such as 20261101T000000Z")
     need("base", "python", _PYTHON_VERSION, "a Python minor version such as 3.12")
     need("base", "uv", _EXACT_VERSION, "an exact uv version such as 0.9.7")
     need("base", "cuda_arch_list", _CUDA_ARCH_LIST, "a TORCH_CUDA_ARCH_LIST such as '12.0'")

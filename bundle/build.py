@@ -1,0 +1,293 @@
+"""Plan and build the layered images from the lock: base -> framework -> pd -> overlay -> runtime.
+
+Each layer is tagged `<repo>:<layer>-<key>`, where the key is a sha256 over everything the layer
+is made of: its Dockerfile, its build arguments (taken from the lock, the parent's tag included)
+and the files it copies. A layer whose tag exists is reused, so a change to an upper layer (the
+kernel overlay, the entrypoint) never rebuilds a lower one (CUDA, torch, SGLang); a change to a
+lower one changes every key above it. The runtime layer is also tagged `Lock.image_ref`
+(`<repo>:lock-<hash>`) and labelled with the lock hash.
+
+A failed build leaves no tag for the layer that failed (Docker tags only on success); the layers
+below it are complete and kept, to be reused by the next attempt.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from bundle import __version__, paths
+from bundle.errors import EXIT_CONFIG, BundleError
+from bundle.lock import LOCK_HASH_LABEL, Lock
+
+LAYER_LABEL = "io.sglang-bundle.layer"
+LAYER_KEY_LABEL = "io.sglang-bundle.layer-key"
+PINS_LABEL = "io.sglang-bundle.pins"
+KEY_LENGTH = 12
+# The Debian root made by docker/debian-root.sh stands in for the CUDA base in CI, where no
+# registry can be reached; it has Python 3.11 (bookworm) and no apt snapshot support.
+STANDIN_BASE = "sglang-bundle/debian-root:bookworm"
+STANDIN_PYTHON = "3.11"
+# Layers that need the real CUDA stack and are left out of a stand-in build (torch, SGLang, ...).
+CUDA_ONLY_LAYERS = ("framework",)
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    name: str
+    holds: str  # one line for the plan and the docs
+    inputs: tuple[str, ...]  # project-relative files and folders the Dockerfile copies
+    args: Callable[[Lock], dict[str, str]]
+
+    @property
+    def dockerfile(self) -> str:
+        return f"docker/{self.name}.Dockerfile"
+
+
+def _base_args(lock: Lock) -> dict[str, str]:
+    base = lock.data["base"]
+    return {"BASE_IMAGE": base["image"], "APT_SNAPSHOT": base["apt_snapshot"],
+            "PYTHON_VERSION": base["python"], "CUDA_VERSION": base["cuda"],
+            "TORCH_CUDA_ARCH_LIST": base["cuda_arch_list"]}
+
+
+def _framework_args(lock: Lock) -> dict[str, str]:
+    sglang = lock.data["sglang"]
+    return {"SGLANG_SOURCE": sglang["source"], "SGLANG_GIT_REPO": sglang["git_repo"],
+            "SGLANG_GIT_COMMIT": sglang.get("git_commit", "") if sglang["source"] == "git" else ""}
+
+
+LAYERS: tuple[LayerSpec, ...] = (
+    LayerSpec("base", "CUDA 13.0 devel + cuDNN (Ubuntu 24.04), Python 3.12 with headers, gcc, uv",
+              ("docker/requirements/base.txt",), _base_args),
+    LayerSpec("framework", "torch (cu130), SGLang, sglang-kernel, FlashInfer, tilelang + closure",
+              ("docker/requirements/framework.txt",), _framework_args),
+    LayerSpec("pd", "nixl-cu13 (with its UCX) and sglang-router",
+              ("docker/requirements/pd.txt",), lambda lock: {}),
+    LayerSpec("overlay", "the kernel overlay (kernels/)",
+              ("docker/overlay-install.sh", "@overlay"),
+              lambda lock: {"OVERLAY_VERSION": lock.data["overlay"]["version"]}),
+    LayerSpec("runtime", "non-root user, entrypoint, healthcheck, sm_120 env, JIT cache paths",
+              ("docker/entrypoint.sh", "docker/lock.toml"),
+              lambda lock: {"LOCK_HASH": lock.hash}),
+)
+LAYER_NAMES = tuple(spec.name for spec in LAYERS)
+
+
+@dataclass
+class LayerPlan:
+    spec: LayerSpec
+    tag: str
+    key: str
+    build_args: dict[str, str]
+    labels: dict[str, str]
+    inputs: list[str]  # resolved project-relative paths, "@overlay" replaced
+    extra_tags: list[str] = field(default_factory=list)
+    exists: bool | None = None  # None: not asked (no engine)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def tags(self) -> list[str]:
+        return [self.tag, *self.extra_tags]
+
+
+@dataclass
+class Plan:
+    lock: Lock
+    layers: list[LayerPlan]
+    standin: bool
+
+    def layer(self, name: str) -> LayerPlan:
+        return next(lp for lp in self.layers if lp.name == name)
+
+
+def _git(*args: str) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=paths.project_root(), capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def oci_labels(lock: Lock) -> dict[str, str]:
+    source = _git("remote", "get-url", "origin") or "sglang-sm120-bundle (local checkout)"
+    revision = _git("rev-parse", "HEAD") or "unknown"
+    sglang = lock.data["sglang"]
+    version = lock.pins["sglang"]
+    if sglang["source"] == "git":
+        version = f"{version}+git.{sglang['git_commit'][:12]}"
+    return {
+        "org.opencontainers.image.source": source,
+        "org.opencontainers.image.revision": revision,
+        "org.opencontainers.image.version": version,
+        "org.opencontainers.image.title": "SGLang for sm_120 (RTX PRO 6000 Blackwell)",
+        "io.sglang-bundle.driver-version": __version__,
+    }
+
+
+def _files_of(root: Path, rel: str) -> list[Path]:
+    path = root / rel
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*")
+                      if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    return []
+
+
+def layer_key(root: Path, spec: LayerSpec, build_args: dict[str, str], inputs: list[str]) -> str:
+    digest = hashlib.sha256()
+    digest.update(spec.name.encode() + b"\0")
+    digest.update((root / spec.dockerfile).read_bytes() + b"\0")
+    digest.update(json.dumps(build_args, sort_keys=True).encode() + b"\0")
+    for rel in inputs:
+        for path in _files_of(root, rel):
+            digest.update(str(path.relative_to(root)).encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:KEY_LENGTH]
+
+
+def make_plan(lock: Lock, *, standin: bool = False, root: Path | None = None) -> Plan:
+    """Every layer with its tag, key, build arguments and labels; asks Docker nothing."""
+    root = root or paths.project_root()
+    repo = f"{lock.image_repo}-standin" if standin else lock.image_repo
+    labels = oci_labels(lock)
+    layers: list[LayerPlan] = []
+    parent_tag = None
+    for spec in LAYERS:
+        if standin and spec.name in CUDA_ONLY_LAYERS:
+            continue
+        args = dict(spec.args(lock))
+        if spec.name == "base" and standin:
+            args.update(BASE_IMAGE=os.environ.get("BUNDLE_STANDIN_BASE", STANDIN_BASE),
+                        APT_SNAPSHOT="", PYTHON_VERSION=STANDIN_PYTHON)
+        if parent_tag is not None:
+            args["PARENT_IMAGE"] = parent_tag
+        inputs = [lock.data["overlay"]["path"] if rel == "@overlay" else rel for rel in spec.inputs]
+        key = layer_key(root, spec, args, inputs)
+        layer_labels = {**labels, LAYER_LABEL: spec.name, LAYER_KEY_LABEL: key}
+        extra = []
+        if spec.name == "runtime":
+            layer_labels[LOCK_HASH_LABEL] = lock.hash
+            layer_labels[PINS_LABEL] = json.dumps(lock.pins, sort_keys=True, separators=(",", ":"))
+            extra = [f"{repo}:{lock.image_tag}"]
+        tag = f"{repo}:{spec.name}-{key}"
+        layers.append(LayerPlan(spec=spec, tag=tag, key=key, build_args=args, labels=layer_labels,
+                                inputs=inputs, extra_tags=extra))
+        parent_tag = tag
+    return Plan(lock=lock, layers=layers, standin=standin)
+
+
+def select_layers(plan: Plan, names: list[str] | None) -> list[LayerPlan]:
+    """The layers to build, in build order; a BundleError for an unknown or left-out name."""
+    if not names:
+        return list(plan.layers)
+    present = [lp.name for lp in plan.layers]
+    problems = []
+    for name in names:
+        if name not in LAYER_NAMES:
+            near = difflib.get_close_matches(name, LAYER_NAMES, n=1)
+            problems.append(f"unknown layer {name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+        elif name not in present:
+            problems.append(f"layer {name!r} needs the CUDA base and is not part of a stand-in build")
+    if problems:
+        raise BundleError("; ".join(problems) + f"; layers are: {', '.join(present)}",
+                          exit_code=EXIT_CONFIG, hint="bundle build --layer NAME [NAME ...], or no "
+                                                      "--layer to build every layer")
+    return [lp for lp in plan.layers if lp.name in names]
+
+
+def stage_context(root: Path, layer: LayerPlan, into: Path) -> Path:
+    """A build context holding only the layer's Dockerfile and inputs (paths kept): small to send
+    to the legacy builder, and exactly what the layer key covers."""
+    if into.exists():
+        shutil.rmtree(into)
+    into.mkdir(parents=True)
+    for rel in [layer.spec.dockerfile, *layer.inputs]:
+        for path in _files_of(root, rel):
+            target = into / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    return into
+
+
+def check_inputs(root: Path, plan: Plan) -> None:
+    """Every Dockerfile and required input present, before anything is built."""
+    problems = []
+    for lp in plan.layers:
+        if not (root / lp.spec.dockerfile).is_file():
+            problems.append(f"{lp.spec.dockerfile}: missing")
+        for rel in lp.inputs:
+            if rel == plan.lock.data["overlay"]["path"]:
+                continue  # an absent overlay folder is an empty overlay
+            if not (root / rel).exists():
+                problems.append(f"{rel}: missing (layer {lp.name})")
+    if problems:
+        raise BundleError("cannot build: " + "; ".join(problems), exit_code=EXIT_CONFIG,
+                          hint="restore the files from git; for docker/requirements/*.txt run `make lock`")
+
+
+@dataclass
+class LayerResult:
+    name: str
+    tag: str
+    action: str  # "reused" or "built"
+    seconds: float
+    image_id: str
+
+
+def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, force: bool = False,
+            report: Callable[[str], None] = print, on_line: Callable[[str], None] | None = None
+            ) -> list[LayerResult]:
+    """Build `layers` in order; reuse a layer whose tag exists unless `force` (named with --layer)
+    or no cache was asked. Checks the engine, buildx and every input before the first build."""
+    import time
+
+    from bundle import docker
+
+    root = paths.project_root()
+    check_inputs(root, plan)
+    docker.require_engine()
+    use_buildx = docker.buildx_available()
+    if not use_buildx:
+        report("buildx is not installed: building with the legacy builder (no BuildKit; slower, "
+               "no `docker buildx bake`). Install it with docker/install-buildx.sh.")
+    first = plan.layers.index(layers[0])
+    if first > 0:
+        parent = plan.layers[first - 1]
+        if docker.image_facts(parent.tag) is None:
+            raise BundleError(f"layer {layers[0].name} builds on {parent.name} ({parent.tag}), which "
+                              f"is not built", exit_code=EXIT_CONFIG,
+                              hint=f"build it first: bundle build --layer {parent.name} {layers[0].name}, "
+                                   f"or `bundle build` for every layer")
+    results = []
+    total = len(layers)
+    for i, lp in enumerate(layers, 1):
+        started = time.monotonic()
+        facts = docker.image_facts(lp.tag)
+        if facts is not None and use_cache and not force:
+            for extra in lp.extra_tags:
+                docker.tag_image(lp.tag, extra)
+            report(f"[{i}/{total}] {lp.name:<9} reused  {lp.tag}")
+            results.append(LayerResult(lp.name, lp.tag, "reused", 0.0, facts.id))
+            continue
+        report(f"[{i}/{total}] {lp.name:<9} building {lp.tag}")
+        context = stage_context(root, lp, root / ".cache" / "build-context" / lp.name)
+        image_id = docker.build_image(context=context, dockerfile=context / lp.spec.dockerfile,
+                                      tags=lp.tags, build_args=lp.build_args, labels=lp.labels,
+                                      use_cache=use_cache, use_buildx=use_buildx, on_line=on_line)
+        seconds = time.monotonic() - started
+        report(f"[{i}/{total}] {lp.name:<9} built   {lp.tag} in {seconds:.0f} s")
+        results.append(LayerResult(lp.name, lp.tag, "built", seconds, image_id))
+    return results

@@ -1,0 +1,44 @@
+# Layer 1 of 5, base: the CUDA 13.0 devel image (pinned tag@sha256 in docker/lock.toml), Python
+# with its headers (Triton, TVM and DeepGEMM compile C/C++ at run time), a host compiler, and uv
+# in a virtual environment at /opt/venv that every upper layer installs into.
+# Build arguments come from docker/lock.toml through `bundle build` or docker-bake.hcl.
+ARG BASE_IMAGE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04
+FROM ${BASE_IMAGE}
+
+# Ubuntu snapshot (snapshot.ubuntu.com) that fixes every apt package version; "" only for the
+# Debian stand-in used in CI, whose apt has no --snapshot.
+ARG APT_SNAPSHOT=""
+ARG PYTHON_VERSION=3.12
+ARG CUDA_VERSION=13.0.2
+ARG TORCH_CUDA_ARCH_LIST=12.0a
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ENV DEBIAN_FRONTEND=noninteractive \
+    LANG=C.UTF-8 \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    VIRTUAL_ENV=/opt/venv \
+    PATH=/opt/venv/bin:/usr/local/cuda/bin:${PATH} \
+    CUDA_HOME=/usr/local/cuda \
+    TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST} \
+    FLASHINFER_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST} \
+    CUDAARCHS=120a \
+    UV_NATIVE_TLS=1 \
+    UV_NO_CACHE=1 \
+    UV_PYTHON_DOWNLOADS=never
+
+# The CUDA apt repository is dropped: the toolkit comes pinned inside the base image, and an
+# unpinned repository must not upgrade it. Package versions are fixed by the snapshot.
+RUN rm -f /etc/apt/sources.list.d/cuda*.list \
+ && if [ -n "${APT_SNAPSHOT}" ]; then apt-get update --snapshot "${APT_SNAPSHOT}"; else apt-get update; fi \
+ && apt-get install -y --no-install-recommends \
+      ca-certificates curl build-essential python3 python3-dev python3-venv \
+ && rm -rf /var/lib/apt/lists/* \
+ && python3 -c "import sys; v='%d.%d' % sys.version_info[:2]; assert v == '${PYTHON_VERSION}', \
+      f'python3 is {v}, the lock pins ${PYTHON_VERSION}'"
+
+COPY docker/requirements/base.txt /opt/bundle/requirements/base.txt
+RUN python3 -m venv /opt/venv \
+ && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --require-hashes --no-deps \
+      -r /opt/bundle/requirements/base.txt \
+ && uv --version

@@ -1,0 +1,41 @@
+# Layer 5 of 5, runtime: what a container needs to run, not to build: a non-root user, the
+# entrypoint, a healthcheck, the sm_120 environment defaults and the JIT cache paths. Cheap to
+# rebuild: it is the only layer that changes with every lock.
+ARG PARENT_IMAGE=sglang-bundle/sglang-sm120:overlay
+FROM ${PARENT_IMAGE}
+
+ARG LOCK_HASH=unknown
+ARG SERVER_PORT=30000
+
+# JIT caches (Triton, FlashInfer, DeepGEMM, tilelang, TorchInductor, CuTe DSL, TVM FFI) under one
+# root meant to be a volume; the lock hash is part of the path, so a volume that outlives an image
+# is never read by a different stack.
+ENV BUNDLE_LOCK_HASH=${LOCK_HASH} \
+    JIT_CACHE_ROOT=/var/cache/sglang/lock-${LOCK_HASH}
+ENV TRITON_CACHE_DIR=${JIT_CACHE_ROOT}/triton \
+    FLASHINFER_WORKSPACE_BASE=${JIT_CACHE_ROOT}/flashinfer \
+    SGLANG_DG_CACHE_DIR=${JIT_CACHE_ROOT}/deep_gemm \
+    DG_JIT_CACHE_DIR=${JIT_CACHE_ROOT}/deep_gemm \
+    TILELANG_CACHE_DIR=${JIT_CACHE_ROOT}/tilelang \
+    TORCHINDUCTOR_CACHE_DIR=${JIT_CACHE_ROOT}/inductor \
+    CUTE_DSL_CACHE_DIR=${JIT_CACHE_ROOT}/cute_dsl \
+    XDG_CACHE_HOME=${JIT_CACHE_ROOT}/xdg \
+    HOME=/home/sglang \
+    SGLANG_PORT=${SERVER_PORT}
+
+COPY docker/entrypoint.sh /usr/local/bin/bundle-entrypoint
+COPY docker/lock.toml /opt/bundle/lock.toml
+# uid 10001 (numeric in USER so the host resolves it): Ubuntu 24.04 images already hold uid 1000.
+RUN useradd --uid 10001 --user-group --create-home --home-dir /home/sglang --shell /usr/sbin/nologin sglang \
+ && mkdir -p /var/cache/sglang "${JIT_CACHE_ROOT}" \
+ && chown -R sglang:sglang /var/cache/sglang \
+ && chmod 0755 /usr/local/bin/bundle-entrypoint
+
+USER 10001:10001
+WORKDIR /home/sglang
+VOLUME ["/var/cache/sglang"]
+EXPOSE ${SERVER_PORT}
+HEALTHCHECK --interval=30s --timeout=10s --start-period=20m --retries=3 \
+  CMD ["/bin/sh", "-c", "curl -fsS \"http://127.0.0.1:${SGLANG_PORT}/health\" || exit 1"]
+ENTRYPOINT ["/usr/local/bin/bundle-entrypoint"]
+CMD ["python", "-m", "sglang.launch_server", "--help"]
