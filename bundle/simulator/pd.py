@@ -5,7 +5,8 @@ worker's host), bootstrap_port (from `--prefill URL PORT`) and a random bootstra
 host the decode worker connects to the prefill's bootstrap server on that port and receives the
 KV cache for that room. Here the prefill worker runs a small HTTP bootstrap server on
 --disaggregation-bootstrap-port and marks a room ready once its prefill time has passed; the decode
-worker asks for the room there and only then produces tokens. So a wrong bootstrap port, an
+worker asks for the room there (GET /sim/kv/ROOM, served by
+the prefill's own app on that port too) and only then produces tokens. So a wrong bootstrap port, an
 unreachable prefill or a router that drops the fields fails a rehearsal just as it fails a GPU host
 ("connection refused" on 8998), and a completed request proves it passed through both workers.
 """
@@ -17,8 +18,6 @@ import logging
 import time
 
 import aiohttp
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 
 # SGLang's /health in PD mode uses this fake host (sglang.srt.disaggregation.utils): no transfer.
 FAKE_BOOTSTRAP_HOST = "2.2.2.2"
@@ -58,23 +57,6 @@ class RoomBoard:
             return True
         except asyncio.TimeoutError:
             return False
-
-
-def bootstrap_app(board: RoomBoard) -> FastAPI:
-    """The prefill worker's bootstrap server (on --disaggregation-bootstrap-port)."""
-    app = FastAPI(title="worker simulator bootstrap server")
-
-    @app.get("/health")
-    async def health():
-        return JSONResponse({"status": "ok"})
-
-    @app.get("/sim/kv/{room}")
-    async def kv(room: int, timeout: float = 30.0):
-        if await board.wait(room, min(timeout, 3600.0)):
-            return JSONResponse({"room": room, "status": "ready"})
-        return JSONResponse({"room": room, "status": "timeout"}, status_code=408)
-
-    return app
 
 
 async def fetch_kv(host: str, port: int, room: int, timeout: float) -> None:

@@ -1,0 +1,74 @@
+"""`python -m bundle.simulator [--] [python3 -m sglang.launch_server] ARGS...` (the rehearsal
+image's `sglang-worker-simulator`). Serves the HTTP API on --host/--port and, in prefill mode, the
+bootstrap channel on --disaggregation-bootstrap-port too."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+import sys
+
+import uvicorn
+
+from bundle.simulator.args import parse_launch_args
+from bundle.simulator.knobs import Knobs
+from bundle.simulator.server import Simulator, create_app
+
+log = logging.getLogger("simulator")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        raise SystemExit(f"worker simulator: cannot listen on {host}:{port}: {exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def main(argv: list[str] | None = None) -> int:
+    launch = parse_launch_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=str(launch.get("log_level", "info")).upper(),
+                        format="[%(asctime)s] %(message)s", datefmt="%Y-%m-%d %H:%M:%S", force=True)
+    knobs = Knobs.from_env()
+    sim = Simulator(launch, knobs)
+    host, port = launch.get("host", "127.0.0.1"), int(launch.get("port", 30000))
+    sockets = [_listen(host, port)]
+    if sim.role == "prefill":
+        sockets.append(_listen(host, int(launch.get("disaggregation_bootstrap_port", 8998))))
+    log.info("worker simulator (SGLang %s API, %s parser): role=%s, model=%s, served as %r, "
+             "listening on %s; knobs %s", "0.5.23", launch.parser, sim.role, launch.model_path,
+             launch.served_model_name, ", ".join("%s:%d" % s.getsockname()[:2] for s in sockets),
+             {k: v for k, v in knobs.as_dict().items()})
+    if launch.ignored:
+        log.warning("worker simulator: fallback parser ignored %s", launch.ignored)
+    config = uvicorn.Config(create_app(sim), log_level="warning", access_log=False,
+                            timeout_keep_alive=60, lifespan="off")
+    server = uvicorn.Server(config)
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+
+        def stop(*_):
+            sim.shutting_down = True  # /health turns 503 while in-flight requests finish
+            server.should_exit = True
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop)
+        loading = asyncio.create_task(sim.announce_loading())
+        try:
+            await server.serve(sockets=sockets)
+        finally:
+            loading.cancel()
+
+    asyncio.run(run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
