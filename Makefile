@@ -58,3 +58,21 @@ argspec: $(STAMP) ## refresh the parser snapshots from the pinned sglang / sglan
 	$(BIN)/python -m bundle.argspec --write
 
 .PHONY: help install test launch rehearse smoke bench down validate argspec
+
+# ---- images (docker/, docs/images.md) ----
+image: ## build the layered images pinned by docker/lock.toml (reuses unchanged layers)
+	$(BUNDLE) build $(BUILD_ARGS)
+
+image-plan: ## print the image build plan: layers, tags, build arguments from the lock
+	$(BUNDLE) build --dry-run
+
+lock: ## resolve docker/lock.toml's pins into the hashed docker/requirements/*.txt
+	$(BIN)/python -m bundle.requirements
+
+buildx: ## install the docker buildx plugin from Debian's archive when the CLI lacks it
+	docker/install-buildx.sh
+
+lint: ## hadolint every Dockerfile (ignores justified in .hadolint.yaml)
+	$(BIN)/hadolint --config .hadolint.yaml docker/*.Dockerfile
+
+.PHONY: image image-plan lock buildx lint
