@@ -173,7 +173,7 @@ def _probe_env() -> dict[str, str]:
 
 
 def host_python_can_probe(python: str = sys.executable) -> bool:
-    proc = subprocess.run([python, "-c", "import nixl_cu13"], capture_output=True, timeout=60)
+    proc = subprocess.run([python, "-c", "import nixl_cu13"], capture_output=True, timeout=60, check=False)
     return proc.returncode == 0
 
 
@@ -184,7 +184,7 @@ def run_on_host(*, mem: str = "DRAM", size: int = 4096, gpus: tuple[int, int] | 
     try:
         proc = subprocess.run([python, str(PROBE_PATH), *_probe_args(mem, size, gpus)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              env=env, timeout=timeout)
+                              env=env, timeout=timeout, check=False)
         output = proc.stdout
     except subprocess.TimeoutExpired as exc:
         output = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")

@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(sys.stdout.fileno(), sys.stderr.fileno())
     try:
         result = run_initiator(args)
-    except Exception as exc:  # reported as data: the caller decides what a failure means
+    except Exception as exc:  # noqa: BLE001 - reported as data: the caller decides what a failure means
         result = {"mem": args.mem, "size": args.size, "ok": False,
                   "error": f"{type(exc).__name__}: {exc}"}
     print(RESULT_PREFIX + json.dumps(result), flush=True)

@@ -200,7 +200,8 @@ def _run(args: list[str], timeout: float = 30) -> str:
         raise NvidiaSmiUnavailable("nvidia-smi is not on PATH (no NVIDIA driver installed on this host)",
                                    installed=False)
     try:
-        proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout,
+                              check=False)
     except subprocess.TimeoutExpired:
         raise NvidiaSmiUnavailable(f"nvidia-smi {' '.join(args)} did not answer in {timeout:.0f} s "
                                    "(a hung driver or GPU)", installed=True) from None

@@ -35,7 +35,7 @@ def test_exit_code_is_nonzero_exactly_when_a_check_fails(capsys, tmp_path):
 
 
 def test_the_nixl_check_moves_a_real_buffer_and_names_its_transport(capsys):
-    code, report = run_json(capsys, "--only", "nixl", "--image", "sglang-bundle/not-built:none")
+    _, report = run_json(capsys, "--only", "nixl", "--image", "sglang-bundle/not-built:none")
     nixl = by_name(report)["nixl"]
     assert nixl["status"] in ("OK", "WARN"), nixl
     assert nixl["details"]["bytes_equal"] is True and nixl["details"]["state"] == "DONE"
@@ -57,7 +57,7 @@ def test_a_port_given_on_the_command_line_is_checked(capsys):
 
 @pytest.mark.docker
 def test_docker_check_reads_the_real_engine(capsys):
-    code, report = run_json(capsys, "--only", "docker", "--only", "nvidia-runtime")
+    _, report = run_json(capsys, "--only", "docker", "--only", "nvidia-runtime")
     docker = by_name(report)["docker"]
     assert docker["status"] == "OK" and docker["details"]["engine"]
     runtime = by_name(report)["nvidia-runtime"]

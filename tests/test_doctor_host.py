@@ -123,6 +123,6 @@ def test_memlock_verdict_follows_the_real_limit():
 def test_disk_counts_the_model_only_when_it_is_not_there(tmp_path):
     absent = checks_host.disk_space(HostContext(model_path=str(tmp_path / "not-yet")))
     present = checks_host.disk_space(HostContext(model_path=str(make_model(tmp_path))))
-    need = lambda r: sum(fs["need"] for fs in r.details["filesystems"])  # noqa: E731
+    need = lambda r: sum(fs["need"] for fs in r.details["filesystems"])
     assert need(absent) - need(present) == checks_host.MODEL_BYTES
     assert absent.status in (Status.OK, Status.FAIL)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bundle import nvidia_smi
-from bundle.nvidia_smi import GPU_QUERY_FIELDS, parse_gpu_query, parse_topology
+from bundle.nvidia_smi import parse_gpu_query, parse_topology
 
 DATA = Path(__file__).parent / "data" / "nvidia_smi"
 

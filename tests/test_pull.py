@@ -25,7 +25,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def sh(*args: str, input: str | None = None) -> str:
-    proc = subprocess.run(args, input=input, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(args, input=input, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
@@ -38,7 +38,7 @@ def _missing(what: str) -> None:
 
 @pytest.fixture(scope="module")
 def base_image() -> str:
-    if subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True).returncode != 0:
+    if subprocess.run(["docker", "image", "inspect", BASE_IMAGE], capture_output=True, check=False).returncode != 0:
         sh("bash", str(REPO_ROOT / "docker" / "debian-root.sh"), BASE_IMAGE)
     return BASE_IMAGE
 
@@ -55,9 +55,9 @@ def registry(tmp_path_factory):
     config = root / "config.yml"
     config.write_text(f"version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {root}/data\n"
                       f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n")
-    log = open(root / "registry.log", "w")
-    proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
     address = f"127.0.0.1:{port}"
+    with open(root / "registry.log", "w") as log:
+        proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -74,7 +74,6 @@ def registry(tmp_path_factory):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
-        log.close()
 
 
 def publish(registry: str, base: str, label: str | None) -> tuple[str, str]:
@@ -95,7 +94,7 @@ def publish(registry: str, base: str, label: str | None) -> tuple[str, str]:
 
 def cleanup(*refs: str) -> None:
     for ref in refs:
-        subprocess.run(["docker", "image", "rm", "-f", ref], capture_output=True)
+        subprocess.run(["docker", "image", "rm", "-f", ref], capture_output=True, check=False)
 
 
 @pytest.mark.docker

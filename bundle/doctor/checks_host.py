@@ -45,7 +45,7 @@ def shared_memory(ctx: HostContext) -> CheckResult:
 def memlock(ctx: HostContext) -> CheckResult:
     soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     unlimited = resource.RLIM_INFINITY
-    text = lambda v: "unlimited" if v == unlimited else _human(v) if v >= GIB else f"{v // 1024} KiB"  # noqa: E731
+    text = lambda v: "unlimited" if v == unlimited else _human(v) if v >= GIB else f"{v // 1024} KiB"
     details = {"soft": None if soft == unlimited else soft, "hard": None if hard == unlimited else hard}
     # The containers get memlock=-1 from compose (Docker raises it as root), so this limit binds only
     # NIXL/UCX run from this shell; the in-image NIXL check reports the container's own limit.

@@ -19,7 +19,7 @@ def _image_here(ctx: HostContext) -> str | None:
     from bundle import docker
 
     try:
-        ctx.engine
+        _ = ctx.engine  # raises BundleError without an engine
         return ctx.image if docker.image_facts(ctx.image) is not None else None
     except BundleError:
         return None

@@ -48,7 +48,7 @@ class HostContext:
     def gpu_error(self) -> nvidia_smi.NvidiaSmiUnavailable | None:
         """Why GPU facts are unavailable, or None when nvidia-smi answered."""
         try:
-            self.gpus
+            _ = self.gpus
         except nvidia_smi.NvidiaSmiUnavailable as exc:
             return exc
         return None

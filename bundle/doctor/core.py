@@ -5,8 +5,8 @@ from __future__ import annotations
 import enum
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from bundle.errors import EXIT_FAILED, EXIT_OK
 
