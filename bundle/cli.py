@@ -10,21 +10,34 @@ import importlib
 import pkgutil
 import sys
 
-from rich.console import Console
-
 from bundle import __version__, commands
 from bundle.errors import EXIT_INTERRUPTED, BundleError
 
-err_console = Console(stderr=True, highlight=False)
+
+def verb_names() -> list[str]:
+    """Every verb module's name, found without importing any of them."""
+    return sorted(info.name for info in pkgutil.iter_modules(commands.__path__)
+                  if not info.name.startswith("_"))
 
 
-def _verb_modules():
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            yield info.name, importlib.import_module(f"bundle.commands.{info.name}")
+def _verb_modules(only: str | None):
+    for name in verb_names():
+        if only is None or name == only:
+            yield name, importlib.import_module(f"bundle.commands.{name}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen_verb(argv: list[str]) -> str | None:
+    names = set(verb_names())
+    for token in argv:
+        if not token.startswith("-"):
+            name = token.replace("-", "_")
+            return name if name in names else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI, or (`only`) just one verb: importing every verb module would make a quick
+    `bundle validate` pay for Docker, HTTP and plotting libraries it never uses."""
     parser = argparse.ArgumentParser(
         prog="bundle",
         description="Validate, build, launch, smoke-test and benchmark SGLang topologies for sm_120.",
@@ -32,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bundle {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and every docker command")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for name, module in _verb_modules():
+    for name, module in _verb_modules(only):
         verb = sub.add_parser(name.replace("_", "-"), help=module.HELP, description=module.HELP)
         verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                           help="show tracebacks and every docker command")
@@ -42,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(only=_chosen_verb(argv)).parse_args(argv)
     if args.debug:
         import os
 
@@ -50,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except BundleError as exc:
+        from rich.console import Console
+
+        err_console = Console(stderr=True, highlight=False)
         if args.debug:
             err_console.print_exception()
         # The message is plain text (it may hold brackets); only the prefix is styled.
@@ -57,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         err_console.print(str(exc), markup=False, soft_wrap=True)
         return exc.exit_code
     except KeyboardInterrupt:
-        err_console.print("interrupted")
+        print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 

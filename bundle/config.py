@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import jsonschema
-
 from bundle.errors import ConfigError
 from bundle.paths import PACKAGE_DIR
 from bundle.yamlsource import YamlSource, format_path, parse_yaml, read_yaml
@@ -123,14 +121,16 @@ def find_config(explicit: str | None) -> Path | None:
 def load_config(path: str | Path | None) -> Deployment:
     """Load and validate; raises one ConfigError listing every schema problem in the file."""
     if path is None:
+        # Nothing from the user to check: the embedded defaults are held to the schema by the
+        # test suite, and skipping jsonschema's import keeps `bundle validate` quick.
         source = _defaults_source()
         user = {}
     else:
         source = read_yaml(Path(path))
         user = source.data
-    problems = schema_problems(user, source)
-    if problems:
-        raise ConfigError(problems, source=source.name)
+        problems = schema_problems(user, source)
+        if problems:
+            raise ConfigError(problems, source=source.name)
     merged = deep_merge(copy.deepcopy(_defaults_source().data), user)
     return Deployment(source=source, raw=merged)
 
@@ -147,6 +147,8 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 def schema_problems(data: dict, source: YamlSource) -> list[str]:
     """Every schema violation in `data`, one line each: 'file:line: key.path: what is wrong; allowed'."""
+    import jsonschema  # a fifth of a second to import: only paid when there is a file to check
+
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: (source.line_of(e.absolute_path) or 0,
                                                                 list(map(str, e.absolute_path))))
@@ -156,7 +158,7 @@ def schema_problems(data: dict, source: YamlSource) -> list[str]:
     return problems
 
 
-def _describe(error: jsonschema.ValidationError, source: YamlSource) -> list[str]:
+def _describe(error, source: YamlSource) -> list[str]:
     path = tuple(error.absolute_path)
     kind = error.validator
     if kind == "additionalProperties":

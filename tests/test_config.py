@@ -8,7 +8,7 @@ import pytest
 
 from bundle.checks import check
 from bundle.cli import main
-from bundle.config import SCHEMA_PATH, load_config
+from bundle.config import SCHEMA_PATH, _defaults_source, load_config, schema_problems
 from bundle.errors import EXIT_CONFIG, ConfigError
 from tests.conftest import write_config
 
@@ -20,6 +20,12 @@ def test_embedded_defaults_serve_both_topologies_without_errors():
         assert check(dep, topology).errors == []
     prefill, decode = dep.roles("pd")
     assert set(prefill.gpus).isdisjoint(decode.gpus)
+
+
+def test_embedded_defaults_satisfy_the_schema():
+    # load_config(None) skips the schema for speed: this is what keeps that safe.
+    source = _defaults_source()
+    assert schema_problems(source.data, source) == []
 
 
 def test_every_schema_property_has_a_description_and_forbids_unknown_keys():

@@ -30,7 +30,3 @@ def load_checked(args: argparse.Namespace, topology: str, *, require_model: bool
     findings.raise_if_errors(dep.source.name)
     return dep, findings
 
-
-def print_warnings(findings: Findings, console) -> None:
-    for warning in findings.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False, markup=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from bundle.commands._common import add_config_argument, add_topology_argument, load_checked
 from bundle.config import TOPOLOGIES
@@ -16,14 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # rich is imported here, not at the top: validate must answer fast and prints little.
-    from rich.console import Console
-
-    console = Console(highlight=False, soft_wrap=True)
+    # Plain print, not rich: validate must answer fast and prints a line or two.
     for topology in [args.topology] if args.topology else list(TOPOLOGIES):
         dep, findings = load_checked(args, topology)
         for warning in findings.warnings:
-            console.print(f"[yellow]warning:[/] {warning}", markup=True)
-        console.print(f"[green]ok[/] {topology}: {dep.source.name} is valid "
-                      f"(project {dep.project_name(topology)})", markup=True)
+            print(f"warning: {warning}", file=sys.stderr)
+        print(f"ok {topology}: {dep.source.name} is valid (project {dep.project_name(topology)})")
     return 0
