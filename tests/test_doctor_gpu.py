@@ -71,6 +71,7 @@ def test_h200_is_refused_for_its_compute_capability_and_too_few_gpus_for_pd(h200
     assert wrong_arch.status is Status.FAIL and "GPU0=9.0" in wrong_arch.summary
     too_few = checks_gpu.gpus(HostContext(gpu_groups=PD_GROUPS))
     assert too_few.status is Status.FAIL and "uses 8" in too_few.summary
+    assert "9.0" in too_few.summary  # both problems are named, not just the first
     assert checks_gpu.p2p_topology(HostContext()).status is Status.OK  # NVLink
 
 

@@ -46,14 +46,17 @@ def gpus(ctx: HostContext) -> CheckResult:
     wrong_arch = [g for g in found if g.compute_cap != REQUIRED_COMPUTE_CAP]
     want = f"{REQUIRED_COMPUTE_CAP[0]}.{REQUIRED_COMPUTE_CAP[1]}"
     names = ", ".join(sorted({g.name for g in found}))
+    problems, fixes = [], []
     if len(found) < ctx.gpus_needed:
-        return fail(f"{len(found)} GPU(s) ({names}); the configured topology uses {ctx.gpus_needed}",
-                    "use a host with enough GPUs or shrink the GPU lists in bundle.yaml", **details)
+        problems.append(f"{len(found)} GPU(s) ({names}); the configured topology uses {ctx.gpus_needed}")
+        fixes.append("use a host with enough GPUs or shrink the GPU lists in bundle.yaml")
     if wrong_arch:
         caps = ", ".join(sorted({f"GPU{g.index}={g.compute_cap_text}" for g in wrong_arch}))
-        return fail(f"compute capability {caps}; the image's kernels are built for sm_120 ({want})",
-                    "run on RTX PRO 6000 Blackwell (sm_120) GPUs, or rebuild the image with "
-                    "base.cuda_arch_list in docker/lock.toml set for these GPUs", **details)
+        problems.append(f"compute capability {caps}; the image's kernels are built for sm_120 ({want})")
+        fixes.append("run on RTX PRO 6000 Blackwell (sm_120) GPUs, or rebuild the image with "
+                     "base.cuda_arch_list in docker/lock.toml set for these GPUs")
+    if problems:
+        return fail("; ".join(problems), "; ".join(fixes), **details)
     return ok(f"{len(found)} x {names}, compute capability {want}", **details)
 
 
