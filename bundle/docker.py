@@ -150,6 +150,48 @@ class Stack:
         return self._call("run", self._docker.compose.run, service, command, remove=True, tty=False,
                           detach=False, envs=env or {}, volumes=volumes or [], dependencies=False)
 
+    def run_tool(self, service: str, command: list[str], *, name: str, timeout: float,
+                 volumes: list[tuple[str, ...]] | None = None, env: dict[str, str] | None = None,
+                 user: str | None = None, on_line=None) -> "ToolRun":
+        """A one-off container `name` of `service` with a time limit; never raises for its exit.
+
+        Past `timeout` only this container is killed (the stack is untouched), and whatever it
+        printed until then is returned. `on_line(text)` sees each output line as it comes.
+        """
+        import threading
+
+        timed_out = threading.Event()
+
+        def kill():
+            timed_out.set()
+            _kill_quietly(self._docker, name)
+
+        killer = threading.Timer(timeout, kill)
+        lines: list[str] = []
+        exit_code = 0
+        killer.start()
+        try:
+            stream = self._docker.compose.run(service, command, name=name, remove=True, tty=False,
+                                              detach=False, stream=True, envs=env or {},
+                                              volumes=volumes or [], dependencies=False, user=user)
+            for _source, chunk in stream:
+                for line in chunk.decode(errors="replace").splitlines():
+                    lines.append(line)
+                    if on_line:
+                        on_line(line)
+        except DockerException as exc:  # its stderr was streamed into `lines` already
+            exit_code = exc.return_code or 1
+        finally:
+            killer.cancel()
+        return ToolRun(exit_code=exit_code, output="\n".join(lines), timed_out=timed_out.is_set())
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    exit_code: int
+    output: str  # stdout and stderr as the container printed them
+    timed_out: bool
+
 
 def _state_of(container) -> ContainerState:
     st = container.state

@@ -1,0 +1,362 @@
+"""Attestation: what each SGLang server really runs, read back after launch, against what the
+config asked for.
+
+The original deployment answered "Paris" while running at a tenth of the expected speed, because
+nobody read back which paths were live. Here every worker's /server_info (SGLang's resolved server
+arguments) and the sparse-MLA environment of its server process are read, a few fields recorded
+(never the raw info: it holds the API key), and judged:
+  FAIL  the server runs something other than the config asked for (a pin, a lever, a TP size);
+  WARN  a path known to be slow on sm_120 (eager mode, Triton fallbacks) is live;
+  OK    as asked.
+
+Where each value comes from: tp4 through the front door with the key; pd workers (no published
+port) with `docker compose exec <service> curl http://127.0.0.1:<port>/server_info`. SGLang does
+not echo its environment, so SGLANG_SM120_FLASHMLA_BACKEND and friends are read from the server
+process's /proc/1/environ inside the container (bundle-entrypoint execs the server as PID 1).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from bundle import levers
+from bundle.workers import ComposeWorkers, HttpWorkers, Workers
+
+OK, WARN, FAIL = "OK", "WARN", "FAIL"
+
+# Environment variables the servers' behaviour depends on and SGLang does not report.
+ENV_NAMES = ["SGLANG_SM120_FLASHMLA_BACKEND", "BUNDLE_SPARSE_MLA_OVERLAY", "NCCL_P2P_DISABLE",
+             "SGLANG_FP8_PAGED_MQA_LOGITS_TORCH"]
+# Backends that are CUDA-core fallbacks on sm_120 (the original deployment's 38% + 39% of GPU time).
+SLOW_ATTENTION = {"triton", "torch_native", "flex_attention"}
+SLOW_MOE = {"triton", "triton_kernel", "lora_triton"}
+SLOW_SPARSE_MLA = {"triton": "SGLang's Triton sparse-MLA decode (CUDA cores, ~0.2-12 ms per layer call)",
+                   "torch": "the torch sparse-MLA path"}
+# SGLang's algorithm names for DeepSeek's MTP head (levers.MTP_ARGS uses NEXTN; SGLang may resolve
+# it to EAGLE, which NEXTN is a variant of).
+MTP_ALGORITHMS = {"NEXTN", "EAGLE"}
+# The fields recorded per worker (server_info key -> report name). Nothing else is kept.
+RECORDED = {
+    "version": "sglang_version", "tp_size": "tp_size", "kv_cache_dtype": "kv_cache_dtype",
+    "attention_backend": "attention_backend", "decode_attention_backend": "decode_attention_backend",
+    "prefill_attention_backend": "prefill_attention_backend", "moe_runner_backend": "moe_runner_backend",
+    "disaggregation_mode": "disaggregation_mode",
+    "disaggregation_transfer_backend": "transfer_backend", "speculative_algorithm": "speculative_algorithm",
+    "disable_custom_all_reduce": "disable_custom_all_reduce",
+}
+INFO_PATHS = ("/server_info", "/get_server_info")  # the second is 0.5.23's deprecated alias
+
+
+@dataclass
+class Finding:
+    level: str
+    role: str
+    what: str
+    detail: str
+
+
+@dataclass
+class WorkerRecord:
+    role: str
+    source: str  # how the info was read
+    fields: dict = field(default_factory=dict)  # the RECORDED subset, plus cuda_graphs
+    env: dict | None = None  # ENV_NAMES -> value (None: unset); None: could not be read
+    env_source: str | None = None
+    simulated: bool = False  # a rehearsal's worker simulator, not SGLang
+    error: str | None = None  # why nothing could be read
+
+
+@dataclass
+class Expected:
+    """What the config asks one server to run (levers, then the role's own extra_args)."""
+
+    role: str
+    tp_size: int
+    kv_cache_dtype: str
+    moe_runner: str
+    sparse_mla_env: str  # SGLANG_SM120_FLASHMLA_BACKEND
+    overlay: bool  # the bundle's sparse-MLA kernel overlay
+    cuda_graphs: bool
+    speculative: str  # "none" or "mtp"
+    pcie_safe: bool
+    sglang_version: str | None
+    disaggregation_mode: str = "null"
+    transfer_backend: str | None = None
+
+
+@dataclass
+class Attestation:
+    topology: str
+    records: list[WorkerRecord]
+    findings: list[Finding]
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.level == FAIL for f in self.findings)
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == WARN]
+
+    def to_dict(self) -> dict:
+        return {"kind": "attestation", "topology": self.topology, "ok": self.ok,
+                "records": [asdict(r) for r in self.records],
+                "findings": [asdict(f) for f in self.findings]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+# ---- what the config asks for ----------------------------------------------------------------
+def _flag_value(extra_args: tuple[str, ...] | list[str], flag: str) -> str | None:
+    """The value of `--flag V` / `--flag=V` in a role's extra_args (the last one wins, as argparse)."""
+    value = None
+    args = list(extra_args)
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def expectations(dep, topology: str) -> dict[str, Expected]:
+    lv = dep.levers
+    env = levers.environment(lv)
+    try:
+        from bundle.lock import load_lock
+
+        version = load_lock().pins.get("sglang")
+    except Exception:  # a broken lock is `bundle validate`'s to report, not attestation's
+        version = None
+    out = {}
+    for role in dep.roles(topology):
+        extra = role.extra_args
+        graphs_off = (_flag_value(extra, "--cuda-graph-backend-decode") == "disabled"
+                      or "--disable-cuda-graph" in extra)
+        exp = Expected(
+            role=role.name, tp_size=role.tp_size,
+            kv_cache_dtype=_flag_value(extra, "--kv-cache-dtype") or lv["kv_cache_dtype"],
+            moe_runner=_flag_value(extra, "--moe-runner-backend") or lv["moe_runner"],
+            sparse_mla_env=role.env.get("SGLANG_SM120_FLASHMLA_BACKEND", env["SM120_SPARSE_MLA_BACKEND"]),
+            overlay=env["BUNDLE_SPARSE_MLA_OVERLAY"] == "1",
+            cuda_graphs=bool(lv["cuda_graphs"]) and not graphs_off,
+            speculative="mtp" if (lv["speculative"] == "mtp"
+                                  or _flag_value(extra, "--speculative-algorithm")) else "none",
+            pcie_safe=bool(lv["pcie_safe_collectives"]), sglang_version=version)
+        if topology == "pd":
+            exp.disaggregation_mode = role.name
+            exp.transfer_backend = dep.raw["pd"]["transfer_backend"]
+        out[role.name] = exp
+    return out
+
+
+# ---- reading ---------------------------------------------------------------------------------------
+def cuda_graph_backends(info: dict) -> dict[str, dict]:
+    """Per phase: {"backend": full|breakable|disabled|default, "from": which field said so}.
+
+    A server that has resolved its arguments reports cuda_graph_config with a backend per phase;
+    before resolution (or in the simulator) only the flags are there, resolved here with SGLang's
+    precedence (arg_groups/cuda_graph_hook.py): explicit config > per-phase backend flag >
+    per-phase disable flag > the deprecated global --disable-cuda-graph > default.
+    """
+    cfg = info.get("cuda_graph_config")
+    out = {}
+    for phase in ("decode", "prefill"):
+        section = cfg.get(phase) if isinstance(cfg, dict) else None
+        if isinstance(section, dict) and section.get("backend"):
+            out[phase] = {"backend": section["backend"], "from": f"cuda_graph_config.{phase}.backend"}
+        elif info.get(f"cuda_graph_backend_{phase}"):
+            out[phase] = {"backend": info[f"cuda_graph_backend_{phase}"], "from": f"cuda_graph_backend_{phase}"}
+        elif info.get(f"disable_{phase}_cuda_graph"):
+            out[phase] = {"backend": "disabled", "from": f"disable_{phase}_cuda_graph"}
+        elif info.get("disable_cuda_graph"):
+            out[phase] = {"backend": "disabled", "from": "disable_cuda_graph"}
+        else:
+            # SGLang's defaults: decode full; prefill breakable on CUDA (cuda_graph_config.py).
+            out[phase] = {"backend": "default", "from": "no override"}
+    return out
+
+
+def read_worker(role: str, info_from: Workers, env_from: Workers | None) -> WorkerRecord:
+    """One worker's record: the RECORDED fields of its server info and its sparse-MLA environment."""
+    record = WorkerRecord(role=role, source=info_from.describe(role))
+    reply = None
+    for path in INFO_PATHS:
+        reply = info_from.get(role, path)
+        if reply.status != 404:
+            record.source += f" {path}"
+            break
+    try:
+        info = json.loads(reply.text) if reply.status == 200 else None
+    except ValueError:
+        info = None
+    if not isinstance(info, dict):
+        # The body may be an error page that echoes a header: only the status is kept.
+        record.error = f"server info unreadable (HTTP {reply.status})" if reply.status else \
+            f"server info unreadable: {reply.text[:200]}"
+        return record
+    record.fields = {name: info.get(key) for key, name in RECORDED.items()}
+    record.fields["cuda_graphs"] = cuda_graph_backends(info)
+    record.simulated = "worker_simulator" in info
+    if env_from is not None:
+        environ = env_from.environ(role, ENV_NAMES)
+        if environ is not None:
+            record.env, record.env_source = environ.values, environ.source
+    return record
+
+
+# ---- judging ---------------------------------------------------------------------------------------
+def evaluate(record: WorkerRecord, exp: Expected) -> list[Finding]:
+    """The findings for one worker; pure, so every rule is tested on saved server-info samples."""
+    role = record.role
+    out: list[Finding] = []
+
+    def add(level, what, detail):
+        out.append(Finding(level, role, what, detail))
+
+    if record.error:
+        add(FAIL, "server info", f"{record.error} from {record.source}: nothing could be attested")
+        return out
+    f = record.fields
+    if record.simulated:
+        add(OK, "worker", "worker simulator (rehearsal): values echo its command line, no kernel ran")
+
+    if exp.sglang_version and f.get("sglang_version") and f["sglang_version"] != exp.sglang_version:
+        add(FAIL, "SGLang version", f"runs {f['sglang_version']}, the lock pins {exp.sglang_version}")
+    elif f.get("sglang_version"):
+        add(OK, "SGLang version", str(f["sglang_version"]))
+
+    decode = f["cuda_graphs"]["decode"]
+    prefill = f["cuda_graphs"]["prefill"]
+    graphs = f"decode {decode['backend']} ({decode['from']}), prefill {prefill['backend']} ({prefill['from']})"
+    decode_on = decode["backend"] != "disabled"
+    if exp.cuda_graphs and not decode_on:
+        add(FAIL, "CUDA graphs", f"decode runs eager but the config asks for CUDA graphs: {graphs}")
+    elif not exp.cuda_graphs and decode_on:
+        add(FAIL, "CUDA graphs", f"the config asks for eager mode (levers.cuda_graphs: false) but {graphs}")
+    elif not decode_on:
+        add(WARN, "CUDA graphs", f"eager decode, as configured: known ~10x slower ({graphs})")
+    else:
+        add(OK, "CUDA graphs", graphs)
+
+    if f.get("tp_size") != exp.tp_size:
+        add(FAIL, "TP size", f"runs tp_size {f.get('tp_size')}, the config asks for {exp.tp_size}")
+    else:
+        add(OK, "TP size", str(exp.tp_size))
+
+    if f.get("kv_cache_dtype") != exp.kv_cache_dtype:
+        add(FAIL, "KV-cache dtype", f"runs {f.get('kv_cache_dtype')}, the config asks for {exp.kv_cache_dtype}")
+    else:
+        add(OK, "KV-cache dtype", str(f.get("kv_cache_dtype")))
+
+    moe = f.get("moe_runner_backend")
+    if exp.moe_runner != "auto" and moe != exp.moe_runner:
+        add(FAIL, "MoE runner", f"runs {moe}, the config asks for {exp.moe_runner}")
+    elif moe in SLOW_MOE:
+        add(WARN, "MoE runner", f"{moe}: a Triton fallback on sm_120 (marlin is the bundle's choice)")
+    else:
+        add(OK, "MoE runner", str(moe))
+
+    attention = {k: f.get(k) for k in ("attention_backend", "decode_attention_backend",
+                                       "prefill_attention_backend") if f.get(k)}
+    slow = {k: v for k, v in attention.items() if v in SLOW_ATTENTION}
+    text = ", ".join(f"{k}={v}" for k, v in attention.items()) or "chosen by SGLang for the model (not overridden)"
+    add(WARN if slow else OK, "attention backend", text + (": a fallback path" if slow else ""))
+
+    _sparse_mla(record, exp, add)
+
+    if exp.transfer_backend is not None:
+        if f.get("disaggregation_mode") != exp.disaggregation_mode:
+            add(FAIL, "PD role", f"runs disaggregation_mode {f.get('disaggregation_mode')}, "
+                                 f"expected {exp.disaggregation_mode}")
+        if f.get("transfer_backend") != exp.transfer_backend:
+            add(FAIL, "transfer backend", f"runs {f.get('transfer_backend')}, the config asks for "
+                                          f"{exp.transfer_backend}")
+        else:
+            add(OK, "transfer backend", str(exp.transfer_backend))
+
+    spec = f.get("speculative_algorithm")
+    if exp.speculative == "mtp" and str(spec).upper() not in MTP_ALGORITHMS:
+        add(FAIL, "speculative decoding", f"the config asks for MTP; the server runs {spec or 'none'}")
+    elif exp.speculative == "none" and spec:
+        add(FAIL, "speculative decoding", f"the config asks for none; the server runs {spec}")
+    else:
+        add(OK, "speculative decoding", str(spec or "none"))
+
+    if exp.pcie_safe:
+        p2p = (record.env or {}).get("NCCL_P2P_DISABLE")
+        if not f.get("disable_custom_all_reduce"):
+            add(FAIL, "PCIe-safe collectives", "custom all-reduce is on; levers.pcie_safe_collectives asks "
+                                               "for --disable-custom-all-reduce (hangs on PCIe-only hosts)")
+        elif record.env is not None and p2p != "1":
+            add(FAIL, "PCIe-safe collectives", f"NCCL_P2P_DISABLE={p2p} in the server process, expected 1")
+        else:
+            add(OK, "PCIe-safe collectives", "custom all-reduce off" +
+                (", NCCL_P2P_DISABLE=1" if record.env is not None else ""))
+    return out
+
+
+def _sparse_mla(record: WorkerRecord, exp: Expected, add) -> None:
+    if record.env is None:
+        add(WARN, "sm_120 sparse-MLA backend",
+            f"SGLANG_SM120_FLASHMLA_BACKEND could not be read (SGLang does not report it); "
+            f"expected {exp.sparse_mla_env}")
+        return
+    value = record.env.get("SGLANG_SM120_FLASHMLA_BACKEND")
+    shown = value if value is not None else "unset (SGLang's default: flashinfer)"
+    effective = value or "flashinfer"
+    overlay = record.env.get("BUNDLE_SPARSE_MLA_OVERLAY") == "1"
+    where = f"from {record.env_source}"
+    if effective != exp.sparse_mla_env:
+        add(FAIL, "sm_120 sparse-MLA backend", f"{shown}, the config asks for {exp.sparse_mla_env} ({where})")
+    elif exp.overlay and not overlay:
+        add(FAIL, "sm_120 sparse-MLA backend", f"the config asks for the bundle's kernel overlay but "
+                                               f"BUNDLE_SPARSE_MLA_OVERLAY is not 1 ({where})")
+    elif overlay:
+        add(OK, "sm_120 sparse-MLA backend", f"{shown} patched by the bundle's kernel overlay ({where})")
+    elif effective in SLOW_SPARSE_MLA:
+        add(WARN, "sm_120 sparse-MLA backend", f"{shown}: {SLOW_SPARSE_MLA[effective]} ({where})")
+    else:
+        add(OK, "sm_120 sparse-MLA backend", f"{shown} ({where})")
+    if record.env.get("SGLANG_FP8_PAGED_MQA_LOGITS_TORCH") not in (None, "", "0", "false", "False"):
+        add(WARN, "paged MQA logits", f"SGLANG_FP8_PAGED_MQA_LOGITS_TORCH forces the torch path ({where})")
+
+
+# ---- the entry point launch calls ------------------------------------------------------------------
+def attest(dep, topology: str, rendered, *, stack=None) -> Attestation:
+    """Read every worker of the running topology and judge it against the config."""
+    from bundle.frontdoor import front_door
+
+    stack = stack or rendered.stack()
+    port = int(dep.network["worker_port"])
+    if topology == "tp4":
+        front = front_door(dep)
+        info_from: Workers = HttpWorkers({"tp4": front.url}, front.headers)
+        env_from: Workers = ComposeWorkers(stack, {"tp4": "server"}, port=port)
+    else:
+        info_from = env_from = ComposeWorkers(stack, {"prefill": "prefill", "decode": "decode"}, port=port)
+    return judge(topology, info_from, env_from, expectations(dep, topology))
+
+
+def judge(topology: str, info_from: Workers, env_from: Workers | None,
+          expected: dict[str, Expected]) -> Attestation:
+    records, findings = [], []
+    for role, exp in expected.items():
+        record = read_worker(role, info_from, env_from)
+        records.append(record)
+        findings.extend(evaluate(record, exp))
+    return Attestation(topology=topology, records=records, findings=findings)
+
+
+def print_findings(result: Attestation, console) -> None:
+    from rich.table import Table
+
+    colour = {OK: "green", WARN: "yellow", FAIL: "red"}
+    table = Table(title=f"attestation ({result.topology}): what the servers run", title_justify="left")
+    for column in ("server", "what", "", "detail"):
+        table.add_column(column, overflow="fold")
+    for f in result.findings:
+        table.add_row(f.role, f.what, f"[{colour[f.level]}]{f.level}[/]", f.detail.replace("[", "\\["))
+    console.print(table)

@@ -1,0 +1,206 @@
+"""`bundle bench`: SGLang's own bench_serving, run inside the image against the front door service,
+one concurrency level at a time, each in its own one-off container with its own time limit.
+
+The original deployment lost its C=8 numbers to a timeout. Here a level that fails or runs out of
+time is recorded as such, its container alone is killed, and every level measured before it is
+kept. One JSON line per run goes to runs/<project>/bench.jsonl (the history later runs compare
+with); the run's own folder keeps each level's output file (server_info removed) and log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from bundle import bench_serving, docker, report, runstate
+from bundle.bench_serving import Level
+from bundle.config import Deployment
+from bundle.durations import parse_duration
+
+SERVICE = "bench"  # the compose tool service (profile "tools") in compose/tp4.yaml and pd.yaml
+FRONT_SERVICE = {"tp4": ("server", "WORKER_PORT"), "pd": ("router", "ROUTER_PORT")}
+OUT_MOUNT = "/bench-out"  # this run's folder, inside the bench container
+KEY_MOUNT = "/run/secrets/api_key"  # where compose puts the secret in the servers, the same here
+TOKENIZER = "/model"  # the model folder, as the compose bench service mounts it
+SHIPPED_DATASET = "bench-sharegpt.json"  # a ShareGPT file in the model folder serves offline
+# bench_serving reads the key from OPENAI_API_KEY; it is set from the mounted file inside the
+# container, so it is in no command line, no `docker inspect` and no log.
+WRAPPER = ('if [ -s "$0" ]; then OPENAI_API_KEY="$(tr -d "\\r\\n" < "$0")"; export OPENAI_API_KEY; fi; '
+           'exec python3 -m sglang.bench_serving "$@"')
+TAIL_LINES = 8  # of a failed level's output, in the report
+
+
+@dataclass
+class BenchPlan:
+    topology: str
+    levels: list[Level]
+    base_url: str
+    tokenizer: str
+    dataset_path: str | None
+    dataset_source: str
+    label: str | None
+    config: dict = field(default_factory=dict)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """The rendered env file (render.write_env_file quotes every value) back into a mapping."""
+    env = {}
+    for line in Path(path).read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#") or "=" not in line:
+            continue
+        name, _, value = line.partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        env[name.strip()] = value
+    return env
+
+
+def plan(dep: Deployment, topology: str, env: dict[str, str], *, concurrency: list[int] | None = None,
+         input_len: int | None = None, output_len: int | None = None,
+         prompts_per_concurrency: int | None = None, level_timeout: str | None = None,
+         range_ratio: float | None = None, label: str | None = None) -> BenchPlan:
+    """Config `bench:` overridden by the command line -> the levels to run and where to point them."""
+    cfg = dep.raw["bench"]
+    conc = list(concurrency or cfg["concurrency"])
+    per = int(prompts_per_concurrency or cfg["prompts_per_concurrency"])
+    timeout_text = level_timeout or cfg["level_timeout"]
+    timeout_s = parse_duration(timeout_text, what="bench level timeout")
+    ratio = float(cfg["range_ratio"] if range_ratio is None else range_ratio)
+    in_len = int(input_len or cfg["input_len"])
+    out_len = int(output_len or cfg["output_len"])
+    levels = [Level(concurrency=c, num_prompts=per * c, input_len=in_len, output_len=out_len,
+                    range_ratio=ratio, timeout_s=timeout_s) for c in conc]
+    service, port_var = FRONT_SERVICE[topology]
+    base_url = f"http://{service}:{env.get(port_var) or 30000}"
+    dataset, source = cfg.get("dataset_path"), "bench.dataset_path"
+    if not dataset:
+        shipped = Path(env.get("MODEL_HOST_PATH", "")) / SHIPPED_DATASET
+        if env.get("MODEL_HOST_PATH") and shipped.is_file():
+            dataset, source = f"{TOKENIZER}/{SHIPPED_DATASET}", f"the model folder's {SHIPPED_DATASET}"
+        else:
+            dataset, source = None, "ShareGPT from Hugging Face (bench_serving's default download)"
+    config = {"input_len": in_len, "output_len": out_len, "concurrency": conc,
+              "prompts_per_concurrency": per, "level_timeout": timeout_text, "range_ratio": ratio,
+              "dataset": dataset or "sharegpt (downloaded)", "base_url": base_url, "backend": "sglang"}
+    return BenchPlan(topology=topology, levels=levels, base_url=base_url, tokenizer=TOKENIZER,
+                     dataset_path=dataset, dataset_source=source, label=label, config=config)
+
+
+def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
+    """What ran the benchmark: image (id and digests), lock hash, NVIDIA driver and GPUs."""
+    from bundle import nvidia_smi
+
+    image_ref = env.get("REHEARSAL_IMAGE") if rehearsal and env.get("REHEARSAL_IMAGE") else env.get("BUNDLE_IMAGE")
+    image = {"ref": image_ref, "id": None, "repo_digests": []}
+    try:
+        facts = docker.image_facts(image_ref) if image_ref else None
+        if facts:
+            image.update(id=facts.id, repo_digests=list(facts.repo_digests))
+    except Exception as exc:  # provenance is best effort; the numbers still count
+        image["error"] = type(exc).__name__
+    try:
+        gpus = nvidia_smi.query_gpus()
+        driver = gpus[0].driver_version if gpus else None
+        gpu_names = [g.name for g in gpus]
+    except nvidia_smi.NvidiaSmiUnavailable as exc:
+        driver = "none (rehearsal)" if rehearsal else f"none ({exc})"
+        gpu_names = []
+    from bundle import __version__
+
+    return {"image": image, "lock_hash": env.get("BUNDLE_LOCK_HASH"), "driver_version": driver,
+            "gpus": gpu_names, "host": platform.node(), "bundle_version": __version__}
+
+
+def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: str, stamp: str,
+              api_key_file: str | None, redact: Callable[[str], str],
+              on_line: Callable[[str], None] | None = None) -> dict:
+    """One bench_serving call in a one-off container; returns the level's report entry."""
+    out_name = f"c{level.concurrency}.jsonl"
+    args = bench_serving.arguments(level, base_url=plan_.base_url, tokenizer=plan_.tokenizer,
+                                   output_file=f"{OUT_MOUNT}/{out_name}", dataset_path=plan_.dataset_path)
+    volumes = [(str(run_dir), OUT_MOUNT, "rw")]
+    key_arg = "/dev/null"
+    if api_key_file:
+        volumes.append((str(api_key_file), KEY_MOUNT, "ro"))
+        key_arg = KEY_MOUNT
+    # Files the container writes under runs/ should belong to the user who runs the driver.
+    user = None if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
+    env = {"HOME": "/tmp"} if user else {}
+    t0 = time.monotonic()
+    result = stack.run_tool(SERVICE, ["sh", "-c", WRAPPER, key_arg, *args],
+                            name=f"{project}-bench-c{level.concurrency}-{stamp}", timeout=level.timeout_s,
+                            volumes=volumes, env=env, user=user, on_line=on_line)
+    seconds = round(time.monotonic() - t0, 1)
+    (run_dir / f"c{level.concurrency}.log").write_text(redact(result.output) + "\n")
+    entry = {"concurrency": level.concurrency, "num_prompts": level.num_prompts, "seconds": seconds,
+             "command": "python3 -m sglang.bench_serving " + shlex.join(args),
+             "status": "ok", "reason": None, "metrics": None, "failed_requests": None, "error_samples": []}
+    lines = bench_serving.parse_lines((run_dir / out_name).read_text()) if (run_dir / out_name).is_file() else []
+    if lines:
+        entry.update(bench_serving.summarize(lines[-1], num_prompts=level.num_prompts))
+        _strip_server_info(run_dir / out_name, lines)
+    tail = "\n".join(redact(result.output).splitlines()[-TAIL_LINES:])
+    if result.timed_out:
+        entry.update(status="timeout", reason=f"no result within {level.timeout_s:.0f} s; only this "
+                                              f"level's container was killed. Last output:\n{tail}")
+    elif not lines:
+        entry.update(status="failed", reason=f"bench_serving exited {result.exit_code} without a result "
+                                             f"(it writes none when no request succeeds). Last output:\n{tail}")
+    elif entry["failed_requests"]:
+        entry.update(status="failed", reason=f"{entry['failed_requests']} of {level.num_prompts} requests "
+                                             f"failed: {'; '.join(entry['error_samples'])}")
+    elif result.exit_code != 0:
+        entry.update(status="failed", reason=f"bench_serving exited {result.exit_code}. Last output:\n{tail}")
+    return entry
+
+
+def _strip_server_info(path: Path, lines: list[dict]) -> None:
+    """bench_serving copies /server_info (API key included) into its output: keep it out of runs/."""
+    for line in lines:
+        if "server_info" in line:
+            line["server_info"] = "(removed by the bundle: it holds the API key; see attestation.json)"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str, str],
+        api_key_file: str | None, redact: Callable[[str], str],
+        on_level: Callable[[Level], None] | None = None, on_line: Callable[[str], None] | None = None,
+        run_dir: Path | None = None) -> tuple[dict, Path]:
+    """Every level in order; returns the run's record (also appended to the history) and its folder."""
+    run_dir = run_dir or runstate.new_run_dir(project, "bench")
+    stamp = run_dir.name.split("-bench")[0].replace("-", "")
+    history_path = runstate.project_dir(project) / report.BENCH_HISTORY
+    record = {
+        "kind": "bench", "run_id": run_dir.name, "label": plan_.label, "topology": plan_.topology,
+        "project": project, "rehearsal": rehearsal,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "finished": None,
+        **provenance(env, rehearsal=rehearsal),
+        "config": plan_.config | {"dataset_source": plan_.dataset_source}, "levels": [], "ok": False,
+    }
+    stop_reason = None
+    for level in plan_.levels:
+        if stop_reason:
+            record["levels"].append({"concurrency": level.concurrency, "num_prompts": level.num_prompts,
+                                     "status": "skipped", "reason": stop_reason, "metrics": None,
+                                     "failed_requests": None, "error_samples": [], "seconds": 0.0})
+            continue
+        if on_level:
+            on_level(level)
+        entry = run_level(stack, level, plan_, run_dir=run_dir, project=project, stamp=stamp,
+                          api_key_file=api_key_file, redact=redact, on_line=on_line)
+        record["levels"].append(entry)
+        if entry["status"] == "timeout":
+            # Higher levels take longer still: they would only burn their own limits too.
+            stop_reason = f"skipped: C={level.concurrency} ran out of time"
+    record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    record["ok"] = all(lv["status"] == "ok" for lv in record["levels"])
+    report.append_jsonl(history_path, record)
+    report.write_json(run_dir / "bench.json", record)
+    return record, run_dir

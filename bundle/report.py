@@ -1,0 +1,210 @@
+"""Reports are data first (JSON and JSON lines under runs/), rendered second (rich tables, a PNG).
+
+- smoke: one JSON report per run, in that run's folder.
+- bench: one JSON line per run appended to runs/<project>/bench.jsonl (the history the next run is
+  compared with), a table against the configured baseline and the previous run, and a PNG plot.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+BENCH_HISTORY = "bench.jsonl"
+
+# (key in a level's metrics, column title, higher is better?) in the order the tables show them.
+BENCH_COLUMNS = [
+    ("output_throughput", "output tok/s", True),
+    ("total_throughput", "total tok/s", True),
+    ("mean_ttft_ms", "TTFT mean ms", False),
+    ("median_ttft_ms", "TTFT median ms", False),
+    ("mean_tpot_ms", "TPOT mean ms", False),
+    ("median_tpot_ms", "TPOT median ms", False),
+    ("mean_itl_ms", "ITL mean ms", False),
+]
+# config bench.baseline key -> metrics key: the baseline was measured at concurrency 1.
+BASELINE_KEYS = {"output_throughput": "output_throughput", "tpot_ms": "mean_tpot_ms",
+                 "ttft_ms": "mean_ttft_ms"}
+BASELINE_CONCURRENCY = 1
+
+
+# ---- JSON ------------------------------------------------------------------------------------
+def write_json(path: Path, data: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def append_jsonl(path: Path, record: dict) -> Path:
+    """Append one line; the line is built first, so a crash never leaves half a record."""
+    line = json.dumps(record, sort_keys=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(line)
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Every readable line; a damaged line (an interrupted write) is skipped, not fatal."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+    return records
+
+
+def previous_bench(history: list[dict], *, topology: str) -> dict | None:
+    """The latest earlier run of the same topology that measured at least one level."""
+    for record in reversed(history):
+        if record.get("topology") == topology and any(
+                lv.get("metrics") for lv in record.get("levels", [])):
+            return record
+    return None
+
+
+# ---- smoke -------------------------------------------------------------------------------------
+def smoke_table(report: dict) -> Table:
+    verdict = "[green]PASS[/]" if report["ok"] else "[red]FAIL[/]"
+    table = Table(title=f"smoke {report['topology']} at {report['front_door']} ({report['model']}): {verdict}",
+                  title_justify="left")
+    table.add_column("step")
+    table.add_column("result")
+    table.add_column("s", justify="right")
+    table.add_column("detail", overflow="fold")
+    for step in report["steps"]:
+        mark = "[green]ok[/]" if step["ok"] else "[red]FAIL[/]"
+        table.add_row(step["name"], mark, f"{step['seconds']:.2f}", _plain(step["detail"]))
+    return table
+
+
+def _plain(text: str) -> str:
+    """Text from servers goes into rich tables literally (no markup interpretation)."""
+    return str(text).replace("[", "\\[")
+
+
+# ---- bench -------------------------------------------------------------------------------------
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def _change(now, then, higher_is_better: bool) -> str:
+    """Relative change, coloured green when better and red when worse."""
+    if now is None or then in (None, 0):
+        return "-"
+    pct = (now - then) / then * 100.0
+    better = pct > 0 if higher_is_better else pct < 0
+    colour = "green" if better else ("red" if abs(pct) >= 0.05 else "white")
+    return f"[{colour}]{pct:+.1f}%[/]"
+
+
+def _level(record: dict | None, concurrency: int) -> dict | None:
+    for level in (record or {}).get("levels", []):
+        if level.get("concurrency") == concurrency:
+            return level
+    return None
+
+
+def bench_table(record: dict) -> Table:
+    """This run's levels: every metric, requests completed/failed, and how each level ended."""
+    table = Table(title=f"bench {record['topology']} ({record.get('label') or 'no label'}): "
+                        f"{record['config']['input_len']} in / {record['config']['output_len']} out",
+                  title_justify="left")
+    table.add_column("C", justify="right")
+    table.add_column("status")
+    table.add_column("done/failed", justify="right")
+    for _key, title, _ in BENCH_COLUMNS:
+        table.add_column(title, justify="right")
+    for level in record["levels"]:
+        m = level.get("metrics") or {}
+        status = level["status"]
+        colour = {"ok": "green", "timeout": "yellow"}.get(status, "red")
+        done = f"{m.get('completed', '-')}/{level.get('failed_requests', '-')}"
+        table.add_row(str(level["concurrency"]), f"[{colour}]{status}[/]", done,
+                      *(_fmt(m.get(key)) for key, _, _ in BENCH_COLUMNS))
+    return table
+
+
+def comparison_table(record: dict, baseline: dict | None, previous: dict | None) -> Table:
+    """This run against the recorded baseline (C=1 only) and against the previous run (each level)."""
+    table = Table(title="compared with", title_justify="left")
+    for column in ("against", "C", "metric", "then", "now", "change"):
+        table.add_column(column, justify="right" if column in ("C", "then", "now", "change") else "left")
+    base_level = _level(record, BASELINE_CONCURRENCY)
+    if baseline and base_level and base_level.get("metrics"):
+        for base_key, metric in BASELINE_KEYS.items():
+            if baseline.get(base_key) is None:
+                continue
+            higher = dict((k, h) for k, _, h in BENCH_COLUMNS)[metric]
+            now = base_level["metrics"].get(metric)
+            table.add_row(_plain(baseline.get("label") or "baseline"), str(BASELINE_CONCURRENCY), metric,
+                          _fmt(float(baseline[base_key])), _fmt(now), _change(now, baseline[base_key], higher))
+    if previous:
+        label = f"previous run {previous.get('run_id', '')}".strip()
+        for level in record["levels"]:
+            then_level = _level(previous, level["concurrency"])
+            if not (level.get("metrics") and then_level and then_level.get("metrics")):
+                continue
+            for metric in ("output_throughput", "mean_ttft_ms", "mean_tpot_ms"):
+                higher = dict((k, h) for k, _, h in BENCH_COLUMNS)[metric]
+                now, then = level["metrics"].get(metric), then_level["metrics"].get(metric)
+                table.add_row(label, str(level["concurrency"]), metric, _fmt(then), _fmt(now),
+                              _change(now, then, higher))
+    return table
+
+
+def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
+               previous: dict | None = None) -> Path | None:
+    """Output throughput and mean TPOT per concurrency level (this run, previous run, baseline).
+
+    Returns None when matplotlib is not installed (the `plot` extra): the data is in the JSON line.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display on servers
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+
+    def series(rec, metric):
+        pts = [(lv["concurrency"], lv["metrics"].get(metric)) for lv in (rec or {}).get("levels", [])
+               if lv.get("metrics") and lv["metrics"].get(metric) is not None]
+        return [p[0] for p in pts], [p[1] for p in pts]
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, metric, title in ((axes[0], "output_throughput", "output throughput (tok/s)"),
+                              (axes[1], "mean_tpot_ms", "mean TPOT (ms)")):
+        xs, ys = series(record, metric)
+        ax.plot(xs, ys, "o-", label=f"this run ({record.get('label') or record['topology']})")
+        if previous:
+            pxs, pys = series(previous, metric)
+            ax.plot(pxs, pys, "s--", alpha=0.7, label="previous run")
+        base_key = {v: k for k, v in BASELINE_KEYS.items()}.get(metric)
+        if baseline and base_key and baseline.get(base_key) is not None:
+            ax.plot([BASELINE_CONCURRENCY], [baseline[base_key]], "r*", markersize=12,
+                    label=baseline.get("label") or "baseline")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrency")
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"bench {record['topology']}: {record['config']['input_len']} in / "
+                 f"{record['config']['output_len']} out, {record.get('started', '')}", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,247 @@
+"""The smoke test: is the running topology right, not just up?
+
+Steps, each recorded with what it saw: the front door's health; the served model listed on
+/v1/models; for every configured check (prompt -> text the answer must contain) a greedy chat
+completion that contains it, the same request streamed giving the same text, and the greedy
+request repeated giving the same text; in pd, proof that the requests passed through prefill and
+decode (the workers' own request counters before and after, else their logs).
+
+Nothing here prints or stores the API key: every text that leaves this module goes through
+`FrontDoor.redact`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+
+import requests
+
+from bundle.frontdoor import FrontDoor
+from bundle.workers import Workers, parse_prometheus
+
+# SGLang's tokenizer-manager counters (observability/metrics_collector.py; need --enable-metrics).
+# In PD mode the router sends every request to both workers, so both count it.
+REQUESTS_METRIC = "sglang:num_requests_total"
+GENERATED_METRIC = "sglang:generation_tokens_total"
+# SGLang's scheduler log lines (scheduler_components/metrics_reporter.py), the fallback proof.
+LOG_MARKS = {"prefill": "Prefill batch", "decode": "Decode batch"}
+DETAIL_CHARS = 300  # error bodies are cut: enough to see why, not a page of HTML
+
+
+@dataclass
+class Step:
+    name: str
+    ok: bool
+    detail: str
+    seconds: float = 0.0
+
+
+@dataclass
+class SmokeReport:
+    topology: str
+    front_door: str
+    model: str
+    started_at: float
+    steps: list[Step] = field(default_factory=list)
+    answers: list[dict] = field(default_factory=list)  # prompt, expected, what came back
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.steps) and all(s.ok for s in self.steps)
+
+    @property
+    def failures(self) -> list[Step]:
+        return [s for s in self.steps if not s.ok]
+
+    def to_dict(self) -> dict:
+        return {"kind": "smoke", "ok": self.ok, "topology": self.topology, "front_door": self.front_door,
+                "model": self.model, "started_at": self.started_at,
+                "seconds": round(sum(s.seconds for s in self.steps), 3),
+                "steps": [asdict(s) for s in self.steps], "answers": self.answers}
+
+
+class _Failed(Exception):
+    """A request that got no usable answer; the message says why (already redacted)."""
+
+
+class SmokeRunner:
+    def __init__(self, front: FrontDoor, *, topology: str, checks: list[dict], max_tokens: int,
+                 request_timeout: float, workers: Workers | None = None):
+        self.front = front
+        self.topology = topology
+        self.checks = checks
+        self.max_tokens = max_tokens
+        self.timeout = request_timeout
+        self.workers = workers
+        self.session = front.session()
+        self.report = SmokeReport(topology=topology, front_door=front.url, model=front.model,
+                                  started_at=time.time())
+
+    # ---- recording -----------------------------------------------------------------------------
+    def _step(self, name: str, fn) -> object:
+        """Run fn() -> (ok, detail[, value]); an exception is a failed step, never a crash."""
+        t0 = time.monotonic()
+        value = None
+        try:
+            result = fn()
+            ok, detail = result[0], result[1]
+            value = result[2] if len(result) > 2 else None
+        except _Failed as exc:
+            ok, detail = False, str(exc)
+        except requests.RequestException as exc:
+            ok, detail = False, self.front.redact(f"{type(exc).__name__}: {exc}")
+        self.report.steps.append(Step(name, ok, self.front.redact(detail), round(time.monotonic() - t0, 3)))
+        return value
+
+    # ---- HTTP ------------------------------------------------------------------------------------
+    def _get(self, path: str) -> requests.Response:
+        return self.session.get(self.front.url + path, timeout=self.timeout)
+
+    def _chat_body(self, prompt: str, *, stream: bool) -> dict:
+        # temperature 0 = greedy: the same prompt must give the same tokens every time.
+        return {"model": self.front.model, "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": self.max_tokens, "temperature": 0, "stream": stream}
+
+    def _error(self, resp: requests.Response) -> _Failed:
+        return _Failed(self.front.redact(f"HTTP {resp.status_code}: {resp.text[:DETAIL_CHARS]}"))
+
+    def chat(self, prompt: str) -> str:
+        resp = self.session.post(self.front.url + "/v1/chat/completions",
+                                 json=self._chat_body(prompt, stream=False), timeout=self.timeout)
+        if resp.status_code != 200:
+            raise self._error(resp)
+        try:
+            return resp.json()["choices"][0]["message"]["content"] or ""
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise _Failed(self.front.redact(f"not a chat completion: {resp.text[:DETAIL_CHARS]}")) from None
+
+    def chat_streamed(self, prompt: str) -> str:
+        with self.session.post(self.front.url + "/v1/chat/completions",
+                               json=self._chat_body(prompt, stream=True), timeout=self.timeout,
+                               stream=True) as resp:
+            if resp.status_code != 200:
+                raise self._error(resp)
+            return self._read_stream(resp)
+
+    def _read_stream(self, resp: requests.Response) -> str:
+        text, done = [], False
+        for raw in resp.iter_lines(decode_unicode=True):
+            if not raw or not raw.startswith("data:"):
+                continue
+            data = raw[len("data:"):].strip()
+            if data == "[DONE]":
+                done = True
+                break
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise _Failed(self.front.redact(f"unreadable stream chunk: {data[:DETAIL_CHARS]}")) from None
+            if "error" in chunk:
+                raise _Failed(self.front.redact(f"error in stream: {json.dumps(chunk['error'])[:DETAIL_CHARS]}"))
+            for choice in chunk.get("choices") or []:
+                text.append((choice.get("delta") or {}).get("content") or "")
+        if not done:
+            raise _Failed("the stream ended without [DONE]")
+        return "".join(text)
+
+    # ---- steps -------------------------------------------------------------------------------
+    def health(self):
+        # pd: the router's /readiness (a prefill and a decode paired); tp4: the server's /health,
+        # which runs a one-token generation.
+        path = "/readiness" if self.topology == "pd" else "/health"
+        resp = self._get(path)
+        return resp.status_code == 200, f"{path}: HTTP {resp.status_code}"
+
+    def model_listed(self):
+        resp = self._get("/v1/models")
+        if resp.status_code != 200:
+            raise self._error(resp)
+        ids = [m.get("id") for m in resp.json().get("data", [])]
+        return self.front.model in ids, f"/v1/models lists {ids}; expected {self.front.model!r}"
+
+    def run(self) -> SmokeReport:
+        self._step("health", self.health)
+        self._step("model listed", self.model_listed)
+        before = self._counters() if self.workers else None
+        for i, check in enumerate(self.checks, 1):
+            self._one_check(i, check["prompt"], check["expect"])
+        if self.workers and self.topology == "pd":
+            self._step("through prefill and decode", lambda: self._passed_through(before))
+        return self.report
+
+    def _one_check(self, i: int, prompt: str, expect: str) -> None:
+        tag = f"[{i}]" if len(self.checks) > 1 else ""
+        record = {"prompt": prompt, "expect": expect, "answer": None, "streamed": None, "repeated": None}
+        self.report.answers.append(record)
+
+        def answer():
+            record["answer"] = self.front.redact(self.chat(prompt))
+            return expect in record["answer"], f"expected {expect!r} in {record['answer']!r}"
+        self._step(f"answer{tag}", answer)
+
+        def streamed():
+            record["streamed"] = self.front.redact(self.chat_streamed(prompt))
+            if record["answer"] is None:
+                return False, f"streamed {record['streamed']!r}; no plain answer to compare with"
+            same = record["streamed"] == record["answer"]
+            return same, ("streamed text equals the plain answer" if same else
+                          f"streamed {record['streamed']!r} != plain {record['answer']!r}")
+        self._step(f"streaming{tag}", streamed)
+
+        def repeated():
+            record["repeated"] = self.front.redact(self.chat(prompt))
+            if record["answer"] is None:
+                return False, f"second run gave {record['repeated']!r}; the first gave nothing"
+            same = record["repeated"] == record["answer"]
+            return same, ("temperature 0 twice: identical" if same else
+                          f"temperature 0 twice: {record['answer']!r} then {record['repeated']!r}")
+        self._step(f"greedy repeatable{tag}", repeated)
+
+    # ---- pd: did the requests pass through both workers? --------------------------------------
+    def _counters(self) -> dict[str, dict]:
+        """Per role: the request/token counters from /metrics, or the log-line count if no metrics."""
+        out = {}
+        for role in self.workers.roles:
+            reply = self.workers.get(role, "/metrics", timeout=min(self.timeout, 30))
+            if reply.status == 200:
+                totals = parse_prometheus(reply.text)
+                if REQUESTS_METRIC in totals:
+                    out[role] = {"source": "metrics", "requests": totals.get(REQUESTS_METRIC, 0.0),
+                                 "generated": totals.get(GENERATED_METRIC, 0.0)}
+                    continue
+            mark = LOG_MARKS.get(role)
+            out[role] = {"source": "log", "why": f"/metrics: HTTP {reply.status}",
+                         "lines": self.workers.log(role).count(mark) if mark else 0}
+        return out
+
+    def _passed_through(self, before: dict) -> tuple[bool, str]:
+        after = self._counters()
+        expected = 3 * len(self.checks)  # plain, streamed, repeated per check
+        parts, ok = [], True
+        for role in self.workers.roles:
+            b, a = before.get(role, {}), after.get(role, {})
+            if a.get("source") == "metrics" and b.get("source") == "metrics":
+                served = a["requests"] - b["requests"]
+                role_ok = served >= expected
+                text = f"{role} counted {served:g} requests ({REQUESTS_METRIC})"
+                if role == "decode":
+                    generated = a["generated"] - b["generated"]
+                    role_ok = role_ok and generated > 0
+                    text += f", generated {generated:g} tokens"
+            else:
+                seen = a.get("lines", 0) - b.get("lines", 0)
+                role_ok = seen > 0
+                text = (f"{role}: {seen} new {LOG_MARKS.get(role)!r} log lines "
+                        f"(no request counters: {a.get('why', '?')}; start workers with --enable-metrics)")
+            ok = ok and role_ok
+            parts.append(text)
+        return ok, f"{'; '.join(parts)}; smoke sent {expected}"
+
+
+def smoke(front: FrontDoor, *, topology: str, checks: list[dict], max_tokens: int,
+          request_timeout: float, workers: Workers | None = None) -> SmokeReport:
+    """Run every smoke step against the front door (and, in pd, the workers behind it)."""
+    return SmokeRunner(front, topology=topology, checks=checks, max_tokens=max_tokens,
+                       request_timeout=request_timeout, workers=workers).run()

@@ -1,0 +1,157 @@
+"""How the driver reads a worker directly, behind the front door: its /metrics, /get_server_info,
+the environment its server process runs with, and its log.
+
+pd workers publish no port (only the router does), so `ComposeWorkers` reads them from inside their
+own containers (`docker compose exec <service> curl ...`); `HttpWorkers` reads servers a test or a
+tp4 front door can reach over HTTP. Both answer the same questions, so smoke and attestation logic
+runs unchanged against a local simulator process and against real containers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import requests
+
+from bundle.errors import BundleError
+
+# Printed by curl after the body (-w), so the status code is read even when the body is an error.
+_STATUS_MARK = "\n__bundle_http_status__="
+# Reads the server process's own environment (PID 1: bundle-entrypoint execs the server), for the
+# names asked only: the full environment is never read out of the container.
+_ENVIRON_SCRIPT = (
+    "import json, os, sys\n"
+    "try:\n"
+    "    raw = open('/proc/1/environ', 'rb').read().split(b'\\0')\n"
+    "    env = dict(p.decode(errors='replace').split('=', 1) for p in raw if b'=' in p)\n"
+    "    source = '/proc/1/environ'\n"
+    "except OSError:\n"
+    "    env, source = dict(os.environ), 'exec environment'\n"
+    "print(json.dumps({'source': source, 'values': {n: env.get(n) for n in sys.argv[1:]}}))\n"
+)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int  # HTTP status; 0 when the request did not get an answer at all
+    text: str  # the body, or why there was no answer
+
+
+@dataclass(frozen=True)
+class Environ:
+    source: str  # where the values were read ("/proc/1/environ" in container NAME, ...)
+    values: dict[str, str | None]
+
+
+class Workers(Protocol):
+    roles: list[str]
+
+    def get(self, role: str, path: str, *, timeout: float = 30) -> Reply: ...
+
+    def environ(self, role: str, names: list[str]) -> Environ | None: ...
+
+    def log(self, role: str) -> str: ...
+
+    def describe(self, role: str) -> str: ...
+
+
+@dataclass
+class HttpWorkers:
+    """Workers reached over HTTP: {role: base URL}; headers carry the API key where one is needed."""
+
+    urls: dict[str, str]
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def roles(self) -> list[str]:
+        return list(self.urls)
+
+    def get(self, role: str, path: str, *, timeout: float = 30) -> Reply:
+        try:
+            resp = requests.get(self.urls[role] + path, headers=self.headers, timeout=timeout)
+        except requests.RequestException as exc:
+            return Reply(0, f"{type(exc).__name__}: no answer from {self.urls[role]}{path}")
+        return Reply(resp.status_code, resp.text)
+
+    def environ(self, role: str, names: list[str]) -> Environ | None:
+        return None  # a process behind a URL does not show its environment
+
+    def log(self, role: str) -> str:
+        return ""
+
+    def describe(self, role: str) -> str:
+        return f"HTTP {self.urls[role]}"
+
+
+@dataclass
+class ComposeWorkers:
+    """Workers of a compose project, read from inside their containers with `compose exec`."""
+
+    stack: object  # bundle.docker.Stack
+    services: dict[str, str]  # role -> compose service
+    port: int = 30000  # the port the server listens on inside its container
+
+    @property
+    def roles(self) -> list[str]:
+        return list(self.services)
+
+    def get(self, role: str, path: str, *, timeout: float = 30) -> Reply:
+        command = ["curl", "-sS", "-m", str(int(timeout)), "-w", _STATUS_MARK + "%{http_code}",
+                   f"http://127.0.0.1:{self.port}{path}"]
+        try:
+            out = self.stack.exec(self.services[role], command)
+        except BundleError as exc:
+            # curl's own failure (connection refused, timeout) or a container that is not running.
+            return Reply(0, _last_line(exc.message))
+        body, _, status = (out or "").rpartition(_STATUS_MARK)
+        try:
+            return Reply(int(status.strip()), body)
+        except ValueError:
+            return Reply(0, "unreadable curl output")
+
+    def environ(self, role: str, names: list[str]) -> Environ | None:
+        try:
+            out = self.stack.exec(self.services[role], ["python3", "-c", _ENVIRON_SCRIPT, *names])
+            data = json.loads(out.strip().splitlines()[-1])
+        except (BundleError, ValueError, IndexError):
+            return None
+        return Environ(f"{data['source']} of service {self.services[role]} (compose exec)", data["values"])
+
+    def log(self, role: str) -> str:
+        try:
+            return str(self.stack.logs(self.services[role]))
+        except BundleError:
+            return ""
+
+    def describe(self, role: str) -> str:
+        return f"compose exec {self.services[role]}"
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Prometheus text format -> {metric name: sum over every label set} (counters only need sums)."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        # "name{labels} value [timestamp]" or "name value [timestamp]"; label values may hold spaces.
+        if "{" in line:
+            name, _, rest = line.partition("{")
+            rest = rest.rpartition("}")[2]
+        else:
+            name, _, rest = line.partition(" ")
+        fields = rest.split()
+        if not fields:
+            continue
+        try:
+            totals[name.strip()] = totals.get(name.strip(), 0.0) + float(fields[0])
+        except ValueError:
+            continue
+    return totals
