@@ -76,3 +76,16 @@ lint: ## hadolint every Dockerfile (ignores justified in .hadolint.yaml)
 	$(BIN)/hadolint --config .hadolint.yaml docker/*.Dockerfile
 
 .PHONY: image image-plan lock buildx lint
+
+# ---- rehearsal (bundle/simulator, docker/rehearsal.Dockerfile, compose/rehearsal-*.yaml) ----
+rehearsal-image: $(STAMP) ## build the rehearsal image (simulated workers, real router, bench_serving) if its inputs changed
+	@docker image inspect sglang-bundle/debian-root:bookworm >/dev/null 2>&1 || docker/debian-root.sh
+	$(BIN)/python -m bundle.rehearsal image
+
+rehearsal-lock: ## resolve requirements/rehearsal*.in into the hashed requirements/rehearsal*.txt
+	for f in rehearsal rehearsal-nodeps rehearsal-tools; do \
+	  $(BIN)/uv pip compile -q requirements/$$f.in $$([ $$f = rehearsal-nodeps ] && echo --no-deps) \
+	    --generate-hashes --no-header --python-version 3.11 --python-platform x86_64-manylinux_2_34 \
+	    -o requirements/$$f.txt || exit 1; done
+
+.PHONY: rehearsal-image rehearsal-lock

@@ -381,3 +381,24 @@ def build_image(*, context: Path, dockerfile: Path, tags: list[str], build_args:
                           exit_code=EXIT_FAILED,
                           hint="fix the step shown above; the layers below it are kept and reused") from None
     return docker.image.inspect(tags[0]).id
+
+
+def build_image_engine_buildkit(*, context: Path, dockerfile: Path, tags: list[str],
+                                build_args: dict[str, str], labels: dict[str, str],
+                                use_cache: bool = True) -> str:
+    """Build with the engine's own BuildKit (`DOCKER_BUILDKIT=1 docker build`) and return the id.
+
+    For Dockerfiles that need BuildKit (RUN --mount cache mounts) on engines without the buildx
+    plugin, such as Docker 20.10 from Debian: that CLI talks to the daemon's built-in BuildKit.
+    (Docker 23+ without buildx refuses this; use build_image(use_buildx=True) there.)
+    """
+    buildkit = DockerClient(debug=_debug(), client_call=["env", "DOCKER_BUILDKIT=1", "docker"])
+    try:
+        buildkit.legacy_build(context, file=dockerfile, tags=tags, build_args=build_args,
+                              labels=labels, cache=use_cache, quiet=True)
+    except DockerException as exc:
+        tail = "\n".join((exc.stderr or exc.stdout or "").strip().splitlines()[-25:])
+        raise BundleError(f"building {tags[0]} from {dockerfile} failed:\n{tail}",
+                          exit_code=EXIT_FAILED,
+                          hint="fix the step shown above; the layers below it are kept and reused") from None
+    return client().image.inspect(tags[0]).id
