@@ -41,8 +41,15 @@ def append_jsonl(path: Path, record: dict) -> Path:
     """Append one line; the line is built first, so a crash never leaves half a record."""
     line = json.dumps(record, sort_keys=False) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fh.write(line)
+    with path.open("a+b") as fh:
+        # An earlier write cut short left no newline: start on a fresh line, or this record would
+        # be glued to the damaged one and lost with it.
+        fh.seek(0, 2)
+        if fh.tell() > 0:
+            fh.seek(-1, 2)
+            if fh.read(1) != b"\n":
+                line = "\n" + line
+        fh.write(line.encode())
     return path
 
 

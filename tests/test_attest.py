@@ -1,0 +1,202 @@
+"""Attestation rules on /server_info samples built from the pinned SGLang's own ServerArgs
+(tests/data/server_info/make_samples.py): what the servers run against what the config asked for."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from bundle import attest
+from bundle.config import load_config
+from bundle.workers import Environ, Reply
+from tests.conftest import write_config
+
+DATA = Path(__file__).parent / "data" / "server_info"
+SAMPLE_KEY = "sk-SAMPLE-KEY-must-never-be-printed"
+GOOD_ENV = {"SGLANG_SM120_FLASHMLA_BACKEND": "flashinfer", "BUNDLE_SPARSE_MLA_OVERLAY": "0",
+            "NCCL_P2P_DISABLE": "1", "SGLANG_FP8_PAGED_MQA_LOGITS_TORCH": None}
+
+
+def sample(name: str) -> dict:
+    return json.loads((DATA / name).read_text())
+
+
+class SavedWorkers:
+    """Workers whose /server_info and environment are saved samples (what a GPU host returned)."""
+
+    def __init__(self, infos: dict[str, dict | None], env: dict[str, dict] | None = None, status: int = 200):
+        self.infos, self.env, self.status = infos, env, status
+        self.roles = list(infos)
+
+    def get(self, role, path, *, timeout=30):
+        if self.status != 200:
+            return Reply(self.status, f'{{"error": "Unauthorized", "echo": "{SAMPLE_KEY}"}}')
+        return Reply(200, json.dumps(self.infos[role]))
+
+    def environ(self, role, names):
+        if self.env is None:
+            return None
+        return Environ(f"/proc/1/environ of {role}", {n: self.env[role].get(n) for n in names})
+
+    def log(self, role):
+        return ""
+
+    def describe(self, role):
+        return f"saved sample ({role})"
+
+
+def deployment(tmp_path, levers: str = ""):
+    text = "levers:\n" + levers if levers else "project: attest-test\n"
+    return load_config(write_config(tmp_path, text))
+
+
+def judge(dep, topology, infos, env="good", status=200):
+    if env == "good":
+        env = {role: dict(GOOD_ENV) for role in infos}
+    workers = SavedWorkers(infos, env, status)
+    return attest.judge(topology, workers, workers, attest.expectations(dep, topology))
+
+
+def levels(result, what):
+    return [f.level for f in result.findings if f.what == what]
+
+
+def test_tp4_as_configured_is_all_ok_and_the_key_is_never_recorded(tmp_path):
+    result = judge(deployment(tmp_path), "tp4", {"tp4": sample("tp4.json")})
+    assert result.ok, result.to_json()
+    assert not result.warnings
+    rec = result.records[0].fields
+    assert rec["cuda_graphs"]["decode"] == {"backend": "full", "from": "cuda_graph_config.decode.backend"}
+    assert rec["moe_runner_backend"] == "marlin" and rec["tp_size"] == 4
+    assert SAMPLE_KEY not in result.to_json()
+
+
+def test_pd_workers_report_their_role_and_nixl(tmp_path):
+    infos = {"prefill": sample("pd-prefill.json"), "decode": sample("pd-decode.json")}
+    result = judge(deployment(tmp_path), "pd", infos)
+    assert result.ok, result.to_json()
+    assert levels(result, "transfer backend") == ["OK", "OK"]
+    # SGLang's default transfer backend is mooncake: a server that lost the flag is caught.
+    infos["decode"]["disaggregation_transfer_backend"] = "mooncake"
+    result = judge(deployment(tmp_path), "pd", infos)
+    assert not result.ok
+    assert any(f.role == "decode" and f.level == "FAIL" and "mooncake" in f.detail for f in result.findings)
+
+
+def test_eager_decode_fails_when_the_config_asks_for_cuda_graphs(tmp_path):
+    info = sample("tp4.json")
+    info["cuda_graph_config"]["decode"]["backend"] = "disabled"
+    result = judge(deployment(tmp_path), "tp4", {"tp4": info})
+    assert not result.ok
+    assert levels(result, "CUDA graphs") == ["FAIL"]
+
+
+def test_deprecated_global_flag_before_resolution_reads_as_eager(tmp_path):
+    info = sample("tp4.json")
+    info["cuda_graph_config"] = None  # a server that did not resolve (or an older one)
+    info["disable_cuda_graph"] = True
+    result = judge(deployment(tmp_path), "tp4", {"tp4": info})
+    graphs = result.records[0].fields["cuda_graphs"]["decode"]
+    assert graphs == {"backend": "disabled", "from": "disable_cuda_graph"}
+    assert levels(result, "CUDA graphs") == ["FAIL"]
+
+
+def test_eager_mode_asked_for_is_a_warning_not_a_failure(tmp_path):
+    info = sample("tp4.json")
+    info["cuda_graph_config"]["decode"]["backend"] = "disabled"
+    result = judge(deployment(tmp_path, "  cuda_graphs: false\n"), "tp4", {"tp4": info})
+    assert result.ok
+    assert levels(result, "CUDA graphs") == ["WARN"]
+    # ...and graphs on when eager was asked for is a failure.
+    result = judge(deployment(tmp_path, "  cuda_graphs: false\n"), "tp4", {"tp4": sample("tp4.json")})
+    assert levels(result, "CUDA graphs") == ["FAIL"]
+
+
+def test_moe_runner_other_than_configured_fails_and_triton_warns(tmp_path):
+    info = sample("tp4.json")
+    info["moe_runner_backend"] = "triton"
+    assert levels(judge(deployment(tmp_path), "tp4", {"tp4": info}), "MoE runner") == ["FAIL"]
+    result = judge(deployment(tmp_path, "  moe_runner: triton\n"), "tp4", {"tp4": info})
+    assert result.ok and levels(result, "MoE runner") == ["WARN"]
+
+
+def test_sparse_mla_backend_is_read_from_the_server_process_environment(tmp_path):
+    dep = deployment(tmp_path)
+    env = {"tp4": dict(GOOD_ENV, SGLANG_SM120_FLASHMLA_BACKEND="triton")}
+    result = judge(dep, "tp4", {"tp4": sample("tp4.json")}, env=env)
+    assert levels(result, "sm_120 sparse-MLA backend") == ["FAIL"]  # flashinfer was asked for
+    triton = deployment(tmp_path, "  sparse_mla: triton\n")
+    result = judge(triton, "tp4", {"tp4": sample("tp4.json")}, env=env)
+    assert result.ok and levels(result, "sm_120 sparse-MLA backend") == ["WARN"]  # known slow
+    overlay = deployment(tmp_path, "  sparse_mla: bundle\n")
+    env_overlay = {"tp4": dict(env["tp4"], BUNDLE_SPARSE_MLA_OVERLAY="1")}
+    result = judge(overlay, "tp4", {"tp4": sample("tp4.json")}, env=env_overlay)
+    assert levels(result, "sm_120 sparse-MLA backend") == ["OK"]
+    result = judge(overlay, "tp4", {"tp4": sample("tp4.json")}, env=env)  # overlay switched off
+    assert levels(result, "sm_120 sparse-MLA backend") == ["FAIL"]
+
+
+def test_unreadable_environment_is_a_warning_that_says_so(tmp_path):
+    result = judge(deployment(tmp_path), "tp4", {"tp4": sample("tp4.json")}, env=None)
+    finding = [f for f in result.findings if f.what == "sm_120 sparse-MLA backend"][0]
+    assert finding.level == "WARN" and "could not be read" in finding.detail
+
+
+def test_forced_torch_paged_mqa_logits_warns(tmp_path):
+    env = {"tp4": dict(GOOD_ENV, SGLANG_FP8_PAGED_MQA_LOGITS_TORCH="1")}
+    result = judge(deployment(tmp_path), "tp4", {"tp4": sample("tp4.json")}, env=env)
+    assert levels(result, "paged MQA logits") == ["WARN"]
+
+
+def test_tp_size_kv_dtype_version_and_collectives_mismatches_fail(tmp_path):
+    for field, value, what in (("tp_size", 2, "TP size"), ("kv_cache_dtype", "fp8_e4m3", "KV-cache dtype"),
+                               ("version", "0.5.22", "SGLang version"),
+                               ("disable_custom_all_reduce", False, "PCIe-safe collectives")):
+        info = sample("tp4.json")
+        info[field] = value
+        assert levels(judge(deployment(tmp_path), "tp4", {"tp4": info}), what) == ["FAIL"], field
+
+
+def test_mtp_asked_for_but_not_running_fails(tmp_path):
+    result = judge(deployment(tmp_path, "  speculative: mtp\n"), "tp4", {"tp4": sample("tp4.json")})
+    assert levels(result, "speculative decoding") == ["FAIL"]
+    info = sample("tp4.json")
+    info["speculative_algorithm"] = "EAGLE"  # what SGLang resolves NEXTN to
+    result = judge(deployment(tmp_path, "  speculative: mtp\n"), "tp4", {"tp4": info})
+    assert levels(result, "speculative decoding") == ["OK"]
+
+
+def test_unreadable_server_info_fails_without_keeping_the_body(tmp_path):
+    result = judge(deployment(tmp_path), "tp4", {"tp4": sample("tp4.json")}, status=401)
+    assert not result.ok
+    assert "HTTP 401" in result.findings[0].detail
+    assert SAMPLE_KEY not in result.to_json()
+
+
+def test_the_fields_attestation_reads_exist_in_the_pinned_sglang():
+    """Contract: a renamed ServerArgs field would silently read as None; fail here instead."""
+    pytest.importorskip("sglang.srt.server_args")
+    from sglang.srt.server_args import ServerArgs, record_fields
+
+    names = {f.name for f in record_fields(ServerArgs)}
+    read = set(attest.RECORDED) - {"version"}  # version is added by http_server, not a field
+    read |= {"cuda_graph_config", "cuda_graph_backend_decode", "cuda_graph_backend_prefill",
+             "disable_cuda_graph", "disable_decode_cuda_graph", "disable_prefill_cuda_graph"}
+    assert read <= names, sorted(read - names)
+    saved = set(sample("tp4.json"))
+    assert read <= saved, "regenerate tests/data/server_info with make_samples.py"
+
+
+def test_samples_match_what_the_pinned_sglang_builds_now():
+    pytest.importorskip("sglang.srt.server_args")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_samples", DATA / "make_samples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fresh = json.loads(json.dumps(module.sample(module.SAMPLES["tp4.json"]), default=str))
+    assert set(fresh) == set(sample("tp4.json")), "regenerate tests/data/server_info with make_samples.py"
+    assert copy.deepcopy(fresh)["cuda_graph_config"] == sample("tp4.json")["cuda_graph_config"]
