@@ -1,0 +1,489 @@
+"""Tensor-core sparse-MLA decode for DeepSeek-V4's paged FP8 KV cache (Triton).
+
+Drop-in for SGLang 0.5.23's `flash_mla_sparse_decode_triton`
+(`sglang/kernels/ops/attention/flash_mla_sm120_triton.py`): same arguments, same outputs, same
+semantics (extra compressed cache merged by LSE, attention sink in the denominator, `topk_length`,
+index -1 skipped), but shaped for the GPU:
+
+* one program holds every head of a query (up to 64) as the M side of `tl.dot`, so each gathered
+  KV tile is loaded and dequantised once per query instead of once per head, and both products
+  (Q.K^T and P.V) run on tensor cores;
+* the top-k (and the extra cache's top-k) is split across programs, so batch 1 fills the machine;
+  a second small kernel merges the splits by their log-sum-exp and applies the sink.
+
+DSv4 page layout (V4, 584 bytes per token), read from the page's raw bytes:
+  data section  [slot*576 + 0 : +448]   448 FP8 e4m3 "nope" values
+                [slot*576 + 448 : +128]  64 BF16 "rope" values
+  scale section [page_size*576 + slot*8 : +7]  7 UE8M0 exponents, one per 64 nope values
+with `page_bytes = k_cache.stride(0)` between pages (SGLang pads pages).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import torch
+import triton
+import triton.language as tl
+
+NOPE_DIM = 448
+ROPE_DIM = 64
+HEAD_DIM = NOPE_DIM + ROPE_DIM  # 512
+TOKEN_DATA_BYTES = NOPE_DIM + 2 * ROPE_DIM  # 576
+TOKEN_SCALE_BYTES = 8  # 7 exponents + 1 pad
+BYTES_PER_TOKEN = TOKEN_DATA_BYTES + TOKEN_SCALE_BYTES  # 584: the last dim of SGLang's V4 cache view
+
+_LOG2E = 1.4426950408889634
+_LN2 = 0.6931471805599453
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Launch shape. `target_programs_per_sm` sets how finely the top-k is split across programs.
+
+    `max_block_h` caps the heads one program holds: on sm_120, 64 heads x 512 fp32 accumulators
+    plus the query do not fit one CTA's registers (ptxas spills 6-18 KB, see kernels/README.md),
+    so 64 heads run as two programs of 32 by default.
+    """
+
+    block_t: int = 32
+    max_block_h: int = 32
+    num_warps_h16: int = 4
+    num_warps_h64: int = 8  # for head blocks of 32 or 64
+    num_stages: int = 1
+    target_programs_per_sm: float = 1.0
+    combine_block_h: int = 16
+
+
+DEFAULT_CONFIG = DecodeConfig()
+
+
+@triton.jit
+def _mma(a, b, EMULATE_DOT: tl.constexpr):
+    # The Triton interpreter (CPU) multiplies bf16 operands as raw bits; its operands arrive here
+    # already rounded to bf16 and held in fp32, so an IEEE fp32 dot is the same arithmetic as the
+    # tensor cores' bf16 x bf16 -> fp32.
+    if EMULATE_DOT:
+        return tl.dot(a, b, input_precision="ieee")
+    else:
+        return tl.dot(a, b)
+
+
+@triton.jit
+def _nope_chunk(kv_ptr, data, expo8, valid, col, G: tl.constexpr, EMULATE_DOT: tl.constexpr):
+    """Dequantised nope values [G*64, G*64+64) of a tile's tokens, as bf16 [BLOCK_T, 64]."""
+    raw = tl.load(kv_ptr + (data[:, None] + (G * 64 + col[None, :])), mask=valid[:, None], other=0)
+    expo = ((expo8 >> (8 * G)) & 0xFF).to(tl.int32)
+    # 2^(e-127) built from its bits: exact, no exp2 on the critical path.
+    scale = (expo << 23).to(tl.float32, bitcast=True)
+    k = (raw.to(tl.float8e4nv, bitcast=True).to(tl.float32) * scale[:, None]).to(tl.bfloat16)
+    if EMULATE_DOT:
+        k = k.to(tl.float32)
+    return k
+
+
+@triton.jit
+def _attend_tiles(
+    q0, q1, q2, q3, q4, q5, q6, qr,
+    m_i, l_i,
+    a0, a1, a2, a3, a4, a5, a6, ar,
+    kv_ptr,  # uint8: the cache's raw bytes
+    idx_row_ptr,  # this query's indices
+    n_valid,
+    page_size,
+    page_bytes,
+    tile_lo,
+    tile_hi,
+    qk_scale_log2,
+    BLOCK_T: tl.constexpr,
+    EMULATE_DOT: tl.constexpr,
+):
+    """Online softmax over tiles [tile_lo, tile_hi) of one query's top-k, all heads at once.
+
+    The 512 dims are eight 64-wide chunks (7 FP8 groups, each with its own exponent, and the BF16
+    rope): each chunk is one tensor-core product for Q.K^T and one for P.V, and no tile ever needs
+    a reshape or a 512-wide fp32 copy.
+    """
+    offs_t = tl.arange(0, BLOCK_T)
+    col = tl.arange(0, 64)
+    scale_section = page_size.to(tl.int64) * 576
+    for tile in range(tile_lo, tile_hi):
+        t = tile * BLOCK_T + offs_t
+        in_range = t < n_valid
+        idx = tl.load(idx_row_ptr + t, mask=in_range, other=-1)
+        valid = in_range & (idx >= 0)
+        idx = tl.where(valid, idx, 0)
+        page = (idx // page_size).to(tl.int64)
+        slot = (idx % page_size).to(tl.int64)
+        data = page * page_bytes + slot * 576
+        # The token's 8 scale bytes (7 exponents + pad) in one 8-byte load.
+        expo8 = tl.load((kv_ptr + (page * page_bytes + scale_section + slot * 8)).to(tl.pointer_type(tl.uint64)),
+                        mask=valid, other=0)  # fmt: skip
+        k0 = _nope_chunk(kv_ptr, data, expo8, valid, col, 0, EMULATE_DOT)
+        k1 = _nope_chunk(kv_ptr, data, expo8, valid, col, 1, EMULATE_DOT)
+        k2 = _nope_chunk(kv_ptr, data, expo8, valid, col, 2, EMULATE_DOT)
+        k3 = _nope_chunk(kv_ptr, data, expo8, valid, col, 3, EMULATE_DOT)
+        k4 = _nope_chunk(kv_ptr, data, expo8, valid, col, 4, EMULATE_DOT)
+        k5 = _nope_chunk(kv_ptr, data, expo8, valid, col, 5, EMULATE_DOT)
+        k6 = _nope_chunk(kv_ptr, data, expo8, valid, col, 6, EMULATE_DOT)
+        rope_ptr = (kv_ptr + (data + 448)).to(tl.pointer_type(tl.bfloat16))
+        kr = tl.load(rope_ptr[:, None] + col[None, :], mask=valid[:, None], other=0.0)
+        if EMULATE_DOT:
+            kr = kr.to(tl.float32)
+
+        s = _mma(q0, tl.trans(k0), EMULATE_DOT)
+        s += _mma(q1, tl.trans(k1), EMULATE_DOT)
+        s += _mma(q2, tl.trans(k2), EMULATE_DOT)
+        s += _mma(q3, tl.trans(k3), EMULATE_DOT)
+        s += _mma(q4, tl.trans(k4), EMULATE_DOT)
+        s += _mma(q5, tl.trans(k5), EMULATE_DOT)
+        s += _mma(q6, tl.trans(k6), EMULATE_DOT)
+        s += _mma(qr, tl.trans(kr), EMULATE_DOT)
+        s = tl.where(valid[None, :], s * qk_scale_log2, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        p = p.to(tl.bfloat16)
+        if EMULATE_DOT:
+            p = p.to(tl.float32)
+        al = alpha[:, None]
+        a0 = a0 * al + _mma(p, k0, EMULATE_DOT)
+        a1 = a1 * al + _mma(p, k1, EMULATE_DOT)
+        a2 = a2 * al + _mma(p, k2, EMULATE_DOT)
+        a3 = a3 * al + _mma(p, k3, EMULATE_DOT)
+        a4 = a4 * al + _mma(p, k4, EMULATE_DOT)
+        a5 = a5 * al + _mma(p, k5, EMULATE_DOT)
+        a6 = a6 * al + _mma(p, k6, EMULATE_DOT)
+        ar = ar * al + _mma(p, kr, EMULATE_DOT)
+        m_i = m_new
+    return m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar
+
+
+@triton.jit
+def _load_q(q_row, col, h_ok, G: tl.constexpr, EMULATE_DOT: tl.constexpr):
+    q = tl.load(q_row + G * 64 + col[None, :], mask=h_ok[:, None], other=0.0)
+    if EMULATE_DOT:
+        q = q.to(tl.float32)
+    return q
+
+
+@triton.jit
+def _store_o(o_row, acc, inv_l, col, h_ok, G: tl.constexpr):
+    tl.store(o_row + G * 64 + col[None, :], acc * inv_l[:, None], mask=h_ok[:, None])
+
+
+@triton.jit
+def _sparse_mla_partial_kernel(
+    q_ptr,
+    stride_qb,
+    stride_qh,
+    H,
+    kv_ptr,
+    idx_ptr,
+    stride_ib,
+    len_ptr,
+    topk,
+    page_size,
+    page_bytes,
+    n_split,
+    xkv_ptr,
+    xidx_ptr,
+    stride_xib,
+    xlen_ptr,
+    xtopk,
+    xpage_size,
+    xpage_bytes,
+    o_part_ptr,
+    lse_part_ptr,
+    n_split_total,
+    tiles_per_split,
+    qk_scale_log2,
+    HAS_LEN: tl.constexpr,
+    HAS_EXTRA: tl.constexpr,
+    HAS_XLEN: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    EMULATE_DOT: tl.constexpr,
+):
+    """One program: every head of one query block over one split of the top-k.
+
+    Grid (batch, split, head block). Splits [0, n_split) walk the main cache, the rest the extra
+    cache. Writes the split's normalised output (fp32) and its LSE in base 2 (-inf if empty).
+    """
+    b = tl.program_id(0)
+    sp = tl.program_id(1)
+    hb = tl.program_id(2)
+    heads = hb * BLOCK_H + tl.arange(0, BLOCK_H)
+    h_ok = heads < H
+    col = tl.arange(0, 64)
+
+    q_row = q_ptr + b.to(tl.int64) * stride_qb + heads[:, None] * stride_qh
+    q0 = _load_q(q_row, col, h_ok, 0, EMULATE_DOT)
+    q1 = _load_q(q_row, col, h_ok, 1, EMULATE_DOT)
+    q2 = _load_q(q_row, col, h_ok, 2, EMULATE_DOT)
+    q3 = _load_q(q_row, col, h_ok, 3, EMULATE_DOT)
+    q4 = _load_q(q_row, col, h_ok, 4, EMULATE_DOT)
+    q5 = _load_q(q_row, col, h_ok, 5, EMULATE_DOT)
+    q6 = _load_q(q_row, col, h_ok, 6, EMULATE_DOT)
+    qr = _load_q(q_row, col, h_ok, 7, EMULATE_DOT)
+
+    m_i = tl.full([BLOCK_H], -1.0e30, tl.float32)
+    l_i = tl.zeros([BLOCK_H], tl.float32)
+    a0 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a1 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a2 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a3 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a4 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a5 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a6 = tl.zeros([BLOCK_H, 64], tl.float32)
+    ar = tl.zeros([BLOCK_H, 64], tl.float32)
+
+    if sp < n_split:
+        n_valid = topk
+        if HAS_LEN:
+            n_valid = tl.maximum(tl.minimum(tl.load(len_ptr + b).to(tl.int32), topk), 0)
+        tile_lo = sp * tiles_per_split
+        tile_hi = tl.minimum(tile_lo + tiles_per_split, tl.cdiv(n_valid, BLOCK_T))
+        m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar = _attend_tiles(
+            q0, q1, q2, q3, q4, q5, q6, qr, m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar,
+            kv_ptr, idx_ptr + b.to(tl.int64) * stride_ib, n_valid, page_size, page_bytes,
+            tile_lo, tile_hi, qk_scale_log2, BLOCK_T, EMULATE_DOT,
+        )  # fmt: skip
+    else:
+        if HAS_EXTRA:
+            n_valid = xtopk
+            if HAS_XLEN:
+                n_valid = tl.maximum(tl.minimum(tl.load(xlen_ptr + b).to(tl.int32), xtopk), 0)
+            tile_lo = (sp - n_split) * tiles_per_split
+            tile_hi = tl.minimum(tile_lo + tiles_per_split, tl.cdiv(n_valid, BLOCK_T))
+            m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar = _attend_tiles(
+                q0, q1, q2, q3, q4, q5, q6, qr, m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar,
+                xkv_ptr, xidx_ptr + b.to(tl.int64) * stride_xib, n_valid, xpage_size, xpage_bytes,
+                tile_lo, tile_hi, qk_scale_log2, BLOCK_T, EMULATE_DOT,
+            )  # fmt: skip
+
+    has_mass = l_i > 0.0
+    inv_l = 1.0 / tl.where(has_mass, l_i, 1.0)
+    lse2 = tl.where(has_mass, m_i + tl.log2(tl.where(has_mass, l_i, 1.0)), float("-inf"))
+    row = (b * n_split_total + sp).to(tl.int64) * H + heads
+    o_row = o_part_ptr + row[:, None] * 512
+    _store_o(o_row, a0, inv_l, col, h_ok, 0)
+    _store_o(o_row, a1, inv_l, col, h_ok, 1)
+    _store_o(o_row, a2, inv_l, col, h_ok, 2)
+    _store_o(o_row, a3, inv_l, col, h_ok, 3)
+    _store_o(o_row, a4, inv_l, col, h_ok, 4)
+    _store_o(o_row, a5, inv_l, col, h_ok, 5)
+    _store_o(o_row, a6, inv_l, col, h_ok, 6)
+    _store_o(o_row, ar, inv_l, col, h_ok, 7)
+    tl.store(lse_part_ptr + row, lse2, mask=h_ok)
+
+
+@triton.jit
+def _sparse_mla_combine_kernel(
+    o_part_ptr,
+    lse_part_ptr,
+    sink_ptr,
+    out_ptr,
+    stride_ob,
+    stride_oh,
+    lse_out_ptr,
+    H,
+    n_split_total,
+    HAS_SINK: tl.constexpr,
+    S_PAD: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+):
+    """Merge a query's splits by LSE, add the sink to the denominator, write bf16 out and LSE."""
+    b = tl.program_id(0)
+    hb = tl.program_id(1)
+    heads = hb * BLOCK_H + tl.arange(0, BLOCK_H)
+    h_ok = heads < H
+    splits = tl.arange(0, S_PAD)
+    first_row = (b * n_split_total).to(tl.int64)
+    lse = tl.load(
+        lse_part_ptr + (first_row + splits[:, None]) * H + heads[None, :],
+        mask=(splits[:, None] < n_split_total) & h_ok[None, :],
+        other=float("-inf"),
+    )
+    m = tl.max(lse, 0)
+    if HAS_SINK:
+        sink2 = tl.load(sink_ptr + heads, mask=h_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
+        m = tl.maximum(m, sink2)
+    m = tl.where(m == float("-inf"), 0.0, m)
+    total = tl.sum(tl.exp2(lse - m[None, :]), 0)
+    if HAS_SINK:
+        total += tl.exp2(sink2 - m)
+
+    d = tl.arange(0, 512)
+    acc = tl.zeros([BLOCK_H, 512], tl.float32)
+    for s in range(0, n_split_total):
+        row = (first_row + s) * H + heads
+        w = tl.exp2(tl.load(lse_part_ptr + row, mask=h_ok, other=float("-inf")) - m)
+        o = tl.load(o_part_ptr + row[:, None] * 512 + d[None, :], mask=h_ok[:, None], other=0.0)
+        acc += w[:, None] * o
+
+    has_mass = total > 0.0
+    inv = tl.where(has_mass, 1.0 / tl.where(has_mass, total, 1.0), 0.0)
+    out = acc * inv[:, None]
+    lse_out = tl.where(has_mass, (m + tl.log2(tl.where(has_mass, total, 1.0))) * 0.6931471805599453, float("-inf"))
+    o_ptrs = out_ptr + b.to(tl.int64) * stride_ob + heads[:, None] * stride_oh + d[None, :]
+    tl.store(o_ptrs, out.to(tl.bfloat16), mask=h_ok[:, None])
+    tl.store(lse_out_ptr + b.to(tl.int64) * H + heads, lse_out, mask=h_ok)
+
+
+@functools.lru_cache(maxsize=None)
+def _num_sms(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def unsupported_reason(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    indices: torch.Tensor,
+    extra_k_cache: Optional[torch.Tensor] = None,
+    extra_indices: Optional[torch.Tensor] = None,
+) -> Optional[str]:
+    """Why these inputs are outside what this kernel implements, or None if it takes them.
+
+    The start-up hook hands anything outside (V4.1 caches of 528/288 bytes per token, other head
+    sizes) back to SGLang's own kernel.
+    """
+    if q.dim() != 4 or q.shape[1] != 1 or q.shape[-1] != HEAD_DIM:
+        return f"q must be [B, 1, H, {HEAD_DIM}], got {tuple(q.shape)}"
+    if q.dtype != torch.bfloat16 or q.stride(-1) != 1:
+        return f"q must be bf16 with a unit last stride, got {q.dtype} strides {q.stride()}"
+    caches = [("k_cache", k_cache, indices)]
+    if extra_k_cache is not None and extra_indices is not None:
+        caches.append(("extra_k_cache", extra_k_cache, extra_indices))
+    for name, cache, idx in caches:
+        if cache.dim() != 4 or cache.shape[-1] != BYTES_PER_TOKEN or cache.element_size() != 1:
+            return f"{name} must be a [pages, page_size, 1, {BYTES_PER_TOKEN}] byte view, got {tuple(cache.shape)}"
+        if cache.stride(-1) != 1 or cache.stride(0) < cache.shape[1] * BYTES_PER_TOKEN:
+            return f"{name} pages overlap: strides {cache.stride()}"
+        if idx.dtype not in (torch.int32, torch.int64) or idx.shape[0] != q.shape[0]:
+            return f"{name} indices must be int [B, ...], got {idx.dtype} {tuple(idx.shape)}"
+        if cache.device != q.device or idx.device != q.device:
+            return f"{name} is on {cache.device}, q on {q.device}"
+    return None
+
+
+def _flat_bytes(cache: torch.Tensor) -> torch.Tensor:
+    # Every byte the kernel may address: all pages, the last one up to its scale section's end.
+    n = (cache.shape[0] - 1) * cache.stride(0) + cache.shape[1] * BYTES_PER_TOKEN
+    return cache.view(torch.uint8).as_strided((n,), (1,))
+
+
+def _rows(indices: torch.Tensor, batch: int) -> torch.Tensor:
+    flat = indices.reshape(batch, -1)
+    return flat if flat.stride(-1) == 1 else flat.contiguous()
+
+
+def sparse_mla_decode(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    indices: torch.Tensor,
+    topk_length: Optional[torch.Tensor],
+    attn_sink: Optional[torch.Tensor],
+    head_dim_v: int,
+    softmax_scale: Optional[float],
+    extra_k_cache: Optional[torch.Tensor] = None,
+    extra_indices: Optional[torch.Tensor] = None,
+    extra_topk_length: Optional[torch.Tensor] = None,
+    *,
+    config: DecodeConfig = DEFAULT_CONFIG,
+    tiles_per_split: Optional[int] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Sparse MLA decode; returns (out [B, 1, H, 512] bf16, lse [B, H, 1] fp32), like SGLang's.
+
+    `tiles_per_split` (tests, tuning) fixes how many BLOCK_T-token tiles one program walks;
+    by default it is chosen so the grid is about `target_programs_per_sm` programs per SM.
+    """
+    reason = unsupported_reason(q, k_cache, indices, extra_k_cache, extra_indices)
+    if reason is not None:
+        raise ValueError(reason)
+    if softmax_scale is None:
+        softmax_scale = q.shape[-1] ** (-0.5)
+    B, _, H, D = q.shape
+    device = q.device
+    emulate = device.type != "cuda"
+    has_extra = extra_k_cache is not None and extra_indices is not None
+
+    rows = _rows(indices, B)
+    topk = rows.shape[1]
+    if has_extra:
+        xrows = _rows(extra_indices, B)
+        xtopk = xrows.shape[1]
+    else:
+        xrows, xtopk = rows, 0
+
+    block_t = config.block_t
+    block_h = min(config.max_block_h, max(16, triton.next_power_of_2(H)))
+    n_hblocks = triton.cdiv(H, block_h)
+    tiles = triton.cdiv(topk, block_t)
+    xtiles = triton.cdiv(xtopk, block_t) if has_extra else 0
+    if tiles_per_split is None:
+        sms = 8 if emulate else _num_sms(device.index if device.index is not None else torch.cuda.current_device())
+        target = max(1, int(sms * config.target_programs_per_sm))
+        tiles_per_split = max(1, math.ceil(B * n_hblocks * (tiles + xtiles) / target))
+    n_split = max(1, triton.cdiv(tiles, tiles_per_split))
+    n_xsplit = max(1, triton.cdiv(xtiles, tiles_per_split)) if has_extra else 0
+    n_split_total = n_split + n_xsplit
+
+    kv = _flat_bytes(k_cache)
+    xkv = _flat_bytes(extra_k_cache) if has_extra else kv
+    o_part = torch.empty(B, n_split_total, H, HEAD_DIM, dtype=torch.float32, device=device)
+    lse_part = torch.empty(B, n_split_total, H, dtype=torch.float32, device=device)
+    out = torch.empty(B, 1, H, D, dtype=torch.bfloat16, device=device)
+    lse = torch.empty(B, 1, H, dtype=torch.float32, device=device)
+
+    num_warps = config.num_warps_h64 if block_h >= 32 else config.num_warps_h16
+    _sparse_mla_partial_kernel[(B, n_split_total, n_hblocks)](
+        q, q.stride(0), q.stride(2), H,
+        kv, rows, rows.stride(0), topk_length if topk_length is not None else rows, topk,
+        k_cache.shape[1], k_cache.stride(0), n_split,
+        xkv, xrows, xrows.stride(0),
+        extra_topk_length if (has_extra and extra_topk_length is not None) else rows, xtopk,
+        extra_k_cache.shape[1] if has_extra else 1, extra_k_cache.stride(0) if has_extra else 1,
+        o_part, lse_part, n_split_total, tiles_per_split, float(softmax_scale) * _LOG2E,
+        HAS_LEN=topk_length is not None,
+        HAS_EXTRA=has_extra,
+        HAS_XLEN=has_extra and extra_topk_length is not None,
+        BLOCK_H=block_h,
+        BLOCK_T=block_t,
+        EMULATE_DOT=emulate,
+        num_warps=num_warps,
+        num_stages=config.num_stages,
+    )  # fmt: skip
+    cbh = min(config.combine_block_h, block_h)
+    _sparse_mla_combine_kernel[(B, triton.cdiv(H, cbh))](
+        o_part, lse_part, attn_sink if attn_sink is not None else lse_part,
+        out, out.stride(0), out.stride(2), lse, H, n_split_total,
+        HAS_SINK=attn_sink is not None,
+        S_PAD=triton.next_power_of_2(n_split_total),
+        BLOCK_H=cbh,
+        num_warps=4,
+    )  # fmt: skip
+    return out, lse.permute(0, 2, 1)
+
+
+def flash_mla_sparse_decode_triton(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    indices: torch.Tensor,
+    topk_length: Optional[torch.Tensor],
+    attn_sink: Optional[torch.Tensor],
+    head_dim_v: int,
+    softmax_scale: float,
+    extra_k_cache: Optional[torch.Tensor] = None,
+    extra_indices: Optional[torch.Tensor] = None,
+    extra_topk_length: Optional[torch.Tensor] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """SGLang's signature, parameter for parameter: what the start-up hook installs."""
+    return sparse_mla_decode(
+        q, k_cache, indices, topk_length, attn_sink, head_dim_v, softmax_scale,
+        extra_k_cache, extra_indices, extra_topk_length,
+    )  # fmt: skip

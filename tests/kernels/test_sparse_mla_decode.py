@@ -1,0 +1,217 @@
+"""The overlay's sparse-MLA decode computes what SGLang's Triton decode computes.
+
+Small cases run everywhere (Triton's interpreter on a CPU, the GPU when there is one); the
+`gpu` cases use DeepSeek-V4 sizes and SGLang's own autotuned kernel.
+Bounds from issue 6: output max abs error <= 1e-2, LSE max abs error <= 1e-3.
+"""
+
+import math
+
+import pytest
+import torch
+
+from sglang_sm120_kernels import sparse_mla_decode as smd
+from sglang_sm120_kernels import testing
+
+OUT_TOL = 1e-2
+LSE_TOL = 1e-3
+
+
+def _check(out, lse, ref_out, ref_lse, what=""):
+    B, H = ref_lse.shape
+    assert out.shape == (B, 1, H, smd.HEAD_DIM) and out.dtype == torch.bfloat16
+    assert lse.shape == (B, H, 1) and lse.dtype == torch.float32
+    out = out[:, 0].double().to(ref_out.device)
+    lse = lse[..., 0].double().to(ref_lse.device)
+    assert not out.isnan().any(), f"{what}: NaN in out"
+    assert not lse.isnan().any(), f"{what}: NaN in lse"
+    same_inf = torch.isinf(ref_lse) & (lse == ref_lse)
+    assert (torch.isinf(lse) == torch.isinf(ref_lse)).all(), f"{what}: -inf LSE rows differ"
+    lse_err = torch.where(same_inf, torch.zeros_like(lse), (lse - ref_lse).abs()).max().item()
+    out_err = (out - ref_out).abs().max().item()
+    assert out_err <= OUT_TOL, f"{what}: out max abs error {out_err:.2e}"
+    assert lse_err <= LSE_TOL, f"{what}: lse max abs error {lse_err:.2e}"
+    return out_err, lse_err
+
+
+def _reference(case):
+    return testing.reference_decode(
+        case.q, case.k_cache, case.indices, case.topk_length, case.attn_sink, case.softmax_scale,
+        case.extra_k_cache, case.extra_indices, case.extra_topk_length,
+    )  # fmt: skip
+
+
+def _ours(case, **kw):
+    return smd.sparse_mla_decode(*case.args(), **kw)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(batch=2, heads=16, topk=64, extra_topk=64, sink=True, lengths="random"),
+        dict(batch=2, heads=16, topk=96, extra_topk=0, sink=False, lengths="none"),
+        dict(batch=1, heads=20, topk=64, extra_topk=32, sink=True, lengths="full"),  # heads not a power of 2
+        dict(batch=1, heads=64, topk=32, extra_topk=64, sink=False, lengths="random"),  # two head blocks
+        dict(batch=2, heads=16, topk=64, extra_topk=64, sink=True, cache_dtype=torch.uint8),  # uint8 pool view
+    ],
+    ids=["extra+sink", "plain", "h20", "h64", "uint8-cache"],
+)
+def test_random_inputs_match_float64_reference(kw, device):
+    case = testing.make_case(seed=7, device=device, **kw)
+    _check(*_ours(case, tiles_per_split=1), *_reference(case))
+
+
+def test_every_index_invalid_gives_zero_output_and_the_sink_as_lse(device):
+    case = testing.make_case(2, 16, 64, seed=3, device=device, extra_topk=32, sink=True, invalid_frac=1.0)
+    out, lse = _ours(case, tiles_per_split=1)
+    assert (out == 0).all()
+    assert torch.allclose(lse[..., 0].cpu(), case.attn_sink.cpu().expand(2, 16).float(), rtol=0, atol=1e-6)
+
+
+def test_every_index_invalid_without_sink_gives_minus_infinity(device):
+    case = testing.make_case(2, 16, 64, seed=4, device=device, extra_topk=32, sink=False, invalid_frac=1.0)
+    out, lse = _ours(case)
+    assert (out == 0).all()
+    assert torch.isneginf(lse).all()
+
+
+def test_short_topk_length_ignores_the_tail(device):
+    case = testing.make_case(2, 16, 96, seed=5, device=device, extra_topk=64, sink=True, invalid_frac=0.0)
+    case.topk_length = torch.tensor([1, 33], dtype=torch.int32, device=device)
+    case.extra_topk_length = torch.tensor([0, 64], dtype=torch.int32, device=device)
+    out, lse = _ours(case, tiles_per_split=1)
+    _check(out, lse, *_reference(case))
+    # Garbage past topk_length must not matter: overwrite it and expect the same answer.
+    case.indices[0, 0, 1:] = 7
+    case.indices[1, 0, 33:] = -1
+    case.extra_indices[0] = 3
+    out2, lse2 = _ours(case, tiles_per_split=1)
+    assert torch.equal(out, out2) and torch.equal(lse, lse2)
+
+
+def test_repeated_indices_count_once_per_occurrence(device):
+    case = testing.make_case(1, 16, 64, seed=6, device=device, sink=False, lengths="none", invalid_frac=0.0)
+    case.indices[0, 0, :48] = 11  # one token 48 times, 16 others once
+    out, lse = _ours(case, tiles_per_split=1)
+    ref_out, ref_lse = _reference(case)
+    _check(out, lse, ref_out, ref_lse)
+    # Counting the repeat once would move the LSE by about log(48) for heads that favour it.
+    case.indices[0, 0, 1:48] = -1
+    _, lse_once = _ours(case, tiles_per_split=1)
+    assert (lse.cpu() - lse_once.cpu()).abs().max() > 0.5
+
+
+def test_the_top_k_split_does_not_change_the_answer(device):
+    case = testing.make_case(2, 16, 128, seed=8, device=device, extra_topk=64, sink=True)
+    out1, lse1 = _ours(case, tiles_per_split=1)
+    out4, lse4 = _ours(case, tiles_per_split=4)
+    assert (out1.float() - out4.float()).abs().max() <= 8e-3
+    assert (lse1 - lse4).abs().max() <= 1e-5
+
+
+def test_every_output_element_is_written(device, monkeypatch):
+    """Outputs come from torch.empty: fill those with NaN first; any element left unwritten shows."""
+    real_empty = torch.empty
+
+    def poisoned_empty(*args, **kwargs):
+        t = real_empty(*args, **kwargs)
+        return t.fill_(math.nan) if t.is_floating_point() else t
+
+    monkeypatch.setattr(smd.torch, "empty", poisoned_empty)
+    case = testing.make_case(2, 20, 64, seed=9, device=device, extra_topk=32, sink=True)
+    out, lse = _ours(case, tiles_per_split=1)
+    assert not out.isnan().any() and not lse.isnan().any()
+
+
+def test_layout_matches_sglangs_own_torch_dequantiser():
+    """Our reading of the page layout agrees with SGLang's torch fallback (`_gather_and_dequant`)."""
+    from sglang.kernels.ops.attention import flash_mla_sm120 as sgl
+
+    g = torch.Generator().manual_seed(11)
+    cache = testing.make_paged_cache(3, 256, generator=g)
+    tokens = torch.arange(3 * 256)
+    theirs = sgl._gather_and_dequant(cache, tokens, 256).double()
+    assert torch.equal(testing.dequantize_tokens(cache), theirs)
+
+
+def test_matches_sglangs_kernel_on_the_same_inputs(device):
+    kw = dict(fixed_block_t=16) if device == "cpu" else {}
+    sgl = testing.load_sglang_kernel_module(**kw)
+    case = testing.make_case(1, 16, 64, seed=12, device=device, extra_topk=64, sink=True)
+    s_out, s_lse = sgl.flash_mla_sparse_decode_triton(*case.args())
+    _check(*_ours(case), s_out[:, 0].double(), s_lse[..., 0].double(), "vs SGLang")
+
+
+def test_rejects_layouts_it_does_not_implement():
+    g = torch.Generator().manual_seed(1)
+    case = testing.make_case(1, 16, 64, seed=1)
+    v41 = torch.zeros(2, 256 * 528, dtype=torch.uint8)[:, : 256 * 528].view(2, 256, 1, 528)
+    assert "584" in smd.unsupported_reason(case.q, v41, case.indices)
+    assert smd.unsupported_reason(case.q, case.k_cache, case.indices) is None
+    assert "q must be" in smd.unsupported_reason(case.q[..., :256], case.k_cache, case.indices)
+    del g
+
+
+# ---------------------------------------------------------------- GPU: DeepSeek-V4 sizes
+
+
+GPU_SHAPES = [
+    dict(batch=b, heads=h, topk=k, extra_topk=x)
+    for b, h, k, x in [(1, 64, 512, 512), (8, 16, 1024, 0), (8, 64, 512, 512), (32, 64, 1024, 512), (64, 16, 512, 512)]
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "B{batch}H{heads}K{topk}X{extra_topk}".format(**s))
+@pytest.mark.parametrize("sink", [True, False], ids=["sink", "nosink"])
+def test_gpu_matches_reference_and_sglang_at_model_sizes(shape, sink):
+    sgl = testing.load_sglang_kernel_module()
+    case = testing.make_case(
+        seed=shape["batch"] * 7 + shape["topk"], device="cuda", sink=sink, num_pages=64, extra_num_pages=64, **shape
+    )
+    out, lse = _ours(case)
+    _check(out, lse, *_reference(case), "vs reference")
+    s_out, s_lse = sgl.flash_mla_sparse_decode_triton(*case.args())
+    _check(out, lse, s_out[:, 0].double(), s_lse[..., 0].double(), "vs SGLang")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case_name", ["all-invalid", "short-lengths", "repeats", "no-extra-no-sink"])
+def test_gpu_adversarial_inputs_match_sglang(case_name):
+    sgl = testing.load_sglang_kernel_module()
+    case = testing.make_case(8, 64, 512, seed=21, device="cuda", extra_topk=512, sink=True, num_pages=64,
+                             extra_num_pages=64)  # fmt: skip
+    if case_name == "all-invalid":
+        case.indices.fill_(-1)
+        case.extra_indices.fill_(-1)
+    elif case_name == "short-lengths":
+        case.topk_length = torch.arange(8, dtype=torch.int32, device="cuda")
+        case.extra_topk_length = torch.full((8,), 3, dtype=torch.int32, device="cuda")
+    elif case_name == "repeats":
+        case.indices[:, :, ::2] = case.indices[:, :, :1]
+    else:
+        case.extra_k_cache = case.extra_indices = case.extra_topk_length = case.attn_sink = None
+    out, lse = _ours(case)
+    ref_out, ref_lse = _reference(case)
+    _check(out, lse, ref_out, ref_lse, "vs reference")
+    s_out, s_lse = sgl.flash_mla_sparse_decode_triton(*case.args())
+    _check(out, lse, s_out[:, 0].double(), s_lse[..., 0].double(), "vs SGLang")
+
+
+@pytest.mark.gpu
+def test_gpu_runs_inside_a_cuda_graph():
+    """SGLang captures decode in CUDA graphs: capture, change the inputs in place, replay."""
+    case = testing.make_case(4, 64, 512, seed=31, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64)
+    args = case.args()
+    for _ in range(2):
+        _ours(case)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, lse = smd.sparse_mla_decode(*args)
+    fresh = testing.make_case(4, 64, 512, seed=32, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64)
+    case.q.copy_(fresh.q)
+    case.indices.copy_(fresh.indices)
+    graph.replay()
+    torch.cuda.synchronize()
+    _check(out, lse, *_reference(case), "graph replay")
