@@ -8,12 +8,6 @@
 ARG BASE_IMAGE=sglang-bundle/debian-root:bookworm
 FROM ${BASE_IMAGE}
 
-ARG VERSION=dev
-LABEL org.opencontainers.image.title="sglang-bundle rehearsal (worker simulator + sglang-router + bench_serving)" \
-      org.opencontainers.image.source="https://github.com/sglang-sm120-bundle" \
-      org.opencontainers.image.version="${VERSION}" \
-      io.sglang-bundle.image="rehearsal"
-
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -54,6 +48,14 @@ RUN chmod 0755 /usr/local/bin/bundle-entrypoint \
  && chmod 0755 /usr/local/bin/sglang-worker-simulator \
  && PYTHONPATH=/opt/simulator python -c "import bundle.simulator.server"
 ENV PYTHONPATH=/opt/simulator
+
+# Last, so a new version string does not invalidate the cached layers above (build args in
+# scope are part of every later RUN's cache key).
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="sglang-bundle rehearsal (worker simulator + sglang-router + bench_serving)" \
+      org.opencontainers.image.source="https://github.com/sglang-sm120-bundle" \
+      org.opencontainers.image.version="${VERSION}" \
+      io.sglang-bundle.image="rehearsal"
 
 ENTRYPOINT ["bundle-entrypoint"]
 CMD ["sglang-worker-simulator", "--help"]

@@ -1,0 +1,97 @@
+"""A rehearsal stack for Docker tests: a hand-written env file (the variables compose/*.yaml read),
+the real topology file plus its rehearsal overlay, a unique project name, and a teardown that always
+runs `down -v --remove-orphans`."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import requests
+
+from bundle import rehearsal
+from bundle.docker import Stack
+from tests.sim_process import free_port
+
+SERVED = "dsv4-simulated"
+
+
+def env_for(topology: str, project: str, image: str, front_port: int, **overrides) -> dict[str, str]:
+    env = {
+        "COMPOSE_PROJECT_NAME": project,
+        "BUNDLE_TOPOLOGY": topology,
+        "BUNDLE_IMAGE": image,  # the real worker image is never pulled: the overlay replaces it
+        "BUNDLE_LOCK_HASH": "rehearsal-test",
+        "JIT_CACHE_VOLUME": f"{project}-jit",
+        "SERVED_MODEL_NAME": SERVED,
+        "HOST_ADDRESS": "127.0.0.1",
+        "FRONT_PORT": str(front_port),
+        "TP4_TP_SIZE": "4",
+        "PD_PREFILL_TP_SIZE": "4", "PD_PREFILL_BASE_GPU_ID": "0",
+        "PD_DECODE_TP_SIZE": "4", "PD_DECODE_BASE_GPU_ID": "4",
+        "PD_BOOTSTRAP_PORT": "8998",
+        "TP4_EXTRA_ARGS": "--enable-metrics",
+        "PD_PREFILL_EXTRA_ARGS": "--enable-metrics",
+        "PD_DECODE_EXTRA_ARGS": "--enable-metrics",
+        "ROUTER_REQUEST_TIMEOUT_SECS": "60",
+    }
+    env.update(rehearsal.env_values(image))
+    env.update(overrides)
+    return env
+
+
+@contextmanager
+def rehearsal_stack(tmp_path: Path, topology: str, image: str, **overrides):
+    project = f"rehearsal-test-{topology}-{uuid.uuid4().hex[:8]}"
+    front = free_port()
+    env = env_for(topology, project, image, front, **overrides)
+    env_file = tmp_path / f"{project}.env"
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    stack = Stack(project, rehearsal.compose_files(topology), env_file, profiles=[])
+    try:
+        yield stack, f"http://127.0.0.1:{front}", env
+    finally:
+        try:
+            logs = stack.logs(tail=200)
+            (tmp_path / f"{project}.logs.txt").write_text(logs if isinstance(logs, str) else "")
+        finally:
+            stack.down(volumes=True, timeout=10)
+
+
+def wait_healthy(stack: Stack, services: set[str], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    states = []
+    while time.monotonic() < deadline:
+        states = stack.states()
+        healthy = {s.service for s in states if s.health == "healthy"}
+        if services <= healthy:
+            return
+        time.sleep(1)
+    raise AssertionError(f"not healthy within {timeout}s: {[(s.service, s.state, s.health) for s in states]}")
+
+
+def chat(front: str, *, key: str | None = None, timeout: float = 30.0) -> requests.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return requests.post(front + "/v1/chat/completions", headers=headers, timeout=timeout, json={
+        "model": SERVED, "temperature": 0,
+        "messages": [{"role": "user", "content": "What is the capital of France?"}]})
+
+
+def bench(stack: Stack, out_dir: Path, host: str, *, concurrency: int, prompts: int, output_len: int,
+          key: str | None = None) -> dict:
+    """SGLang's bench_serving inside the rehearsal image (the `bench` tool service), offline."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.chmod(0o777)
+    cmd = ["python3", "-m", "sglang.bench_serving", "--backend", "sglang", "--host", host, "--port", "30000",
+           "--model", "/model", "--tokenizer", "/model", "--dataset-name", "random",
+           *rehearsal.bench_dataset_args(), "--random-input-len", "256",
+           "--random-output-len", str(output_len), "--random-range-ratio", "1.0",
+           "--num-prompts", str(prompts), "--max-concurrency", str(concurrency),
+           "--output-file", "/out/bench.jsonl"]
+    env = {"OPENAI_API_KEY": key} if key else {}
+    stack.run("bench", cmd, env=env, volumes=[(str(out_dir), "/out")])
+    lines = (out_dir / "bench.jsonl").read_text().strip().splitlines()
+    return json.loads(lines[-1])

@@ -1,0 +1,133 @@
+"""The rehearsal on the real engine: the image, the overlays as compose resolves them, tp4 and pd
+brought up with worker simulators behind the real sglang-router, bench_serving measuring what the
+simulators were told, and faults (a hung worker, an API key)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+import requests
+
+from bundle import rehearsal
+from bundle.docker import Stack
+from tests.rehearsal_stack import SERVED, bench, chat, env_for, rehearsal_stack, wait_healthy
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="session")
+def image() -> str:
+    return rehearsal.ensure_image()  # builds once when its inputs changed (minutes), else instant
+
+
+# ---- the overlay, as compose resolves it --------------------------------------------------
+
+def _config(tmp_path, files, topology, image="sglang-bundle/rehearsal:test") -> dict:
+    env = env_for(topology, f"cfg-{topology}", image, 30000)
+    env_file = tmp_path / f"{topology}.env"
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    return Stack(f"cfg-{topology}", files, env_file).config()["services"]
+
+
+@pytest.mark.parametrize("topology,workers", [("tp4", ["server"]), ("pd", ["prefill", "decode"])])
+def test_the_overlay_changes_only_image_entrypoint_and_gpus(tmp_path, topology, workers):
+    files = rehearsal.compose_files(topology)
+    real = _config(tmp_path, files[:1], topology)
+    rehearsed = _config(tmp_path, files, topology)
+    assert set(rehearsed) == set(real), "the overlay must not add or drop services"
+    for name in workers:
+        r, s = real[name], rehearsed[name]
+        assert s["image"] == "sglang-bundle/rehearsal:test"
+        assert s["entrypoint"] == ["bundle-entrypoint", "sglang-worker-simulator"]
+        assert "deploy" in r and "deploy" not in s
+        for key in ("command", "healthcheck", "restart", "ports", "secrets", "volumes", "networks",
+                    "stop_grace_period", "ulimits", "ipc", "labels", "depends_on"):
+            assert s.get(key) == r.get(key), f"{name}.{key} differs"
+        assert {k: v for k, v in s["environment"].items() if not k.startswith("SIM_")} == r["environment"]
+    if topology == "pd":
+        r, s = real["router"], rehearsed["router"]
+        assert s["image"] == "sglang-bundle/rehearsal:test"
+        assert {k: v for k, v in s.items() if k != "image"} == {k: v for k, v in r.items() if k != "image"}
+
+
+# ---- the image ----------------------------------------------------------------------------
+
+def test_the_image_holds_the_real_router_and_bench_serving(image):
+    out = subprocess.run(["docker", "run", "--rm", "--entrypoint", "python3", image, "-c",
+                          "import importlib.metadata as m; import sglang.benchmark.serving, sglang_router; "
+                          "print(m.version('sglang'), m.version('sglang-router'), m.version('torch'))"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0.5.23", "0.3.2", "2.14.1"]
+
+
+# ---- whole topologies ---------------------------------------------------------------------
+
+TTFT_MS, TPOT_MS, OUT_LEN = 100, 20, 64
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("topology", ["tp4", "pd"])
+def test_topology_comes_up_answers_and_benchmarks_as_configured(tmp_path, image, topology):
+    knobs = {"SIM_TTFT_MS": str(TTFT_MS), "SIM_TPOT_MS": str(TPOT_MS)}
+    with rehearsal_stack(tmp_path, topology, image, **knobs) as (stack, front, env):
+        stack.up()
+        services = {"server"} if topology == "tp4" else {"prefill", "decode", "router"}
+        wait_healthy(stack, services)
+        r = chat(front)
+        assert r.status_code == 200 and "Paris" in r.json()["choices"][0]["message"]["content"]
+        host = "server" if topology == "tp4" else "router"
+        result = bench(stack, tmp_path / "bench", host, concurrency=2, prompts=8, output_len=OUT_LEN)
+        assert result["completed"] == 8
+        assert result["total_output_tokens"] == 8 * OUT_LEN
+        assert result["total_output_tokens_retokenized"] == result["total_output_tokens"]
+        want = rehearsal.expected_bench(ttft_ms=TTFT_MS, tpot_ms=TPOT_MS, output_lens=[OUT_LEN] * 8,
+                                        concurrency=2)
+        assert result["mean_tpot_ms"] == pytest.approx(want["mean_tpot_ms"], rel=0.2)
+        assert result["output_throughput"] == pytest.approx(want["output_throughput"], rel=0.2)
+        if topology == "pd":
+            # The request demonstrably passed prefill and decode: both count it.
+            for worker in ("prefill", "decode"):
+                metrics = stack.exec(worker, ["curl", "-fsS", "http://127.0.0.1:30000/metrics"])
+                assert "sglang:num_requests_total" in metrics
+                assert 'sglang_simulator:bootstrap_rooms_total{model_name="%s",role="%s"}' % (SERVED, worker) in metrics
+
+
+@pytest.mark.slow
+def test_a_hung_decode_worker_fails_requests_within_the_router_timeout(tmp_path, image):
+    with rehearsal_stack(tmp_path, "pd", image, ROUTER_REQUEST_TIMEOUT_SECS="8",
+                         ROUTER_RETRY_MAX_RETRIES="0") as (stack, front, env):
+        stack.up()
+        wait_healthy(stack, {"prefill", "decode", "router"})
+        assert chat(front).status_code == 200
+        stack.exec("decode", ["curl", "-fsS", "-X", "POST", "-H", "content-type: application/json",
+                              "-d", '{"hang": true}', "http://127.0.0.1:30000/sim/faults"])
+        start = time.monotonic()
+        try:
+            status = chat(front, timeout=60).status_code
+        except requests.RequestException:
+            status = None
+        elapsed = time.monotonic() - start
+        assert status is not None and status >= 500, "the router must answer with an error, not hang"
+        assert elapsed < 8 + 10, f"failed only after {elapsed:.1f}s"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("topology", ["tp4", "pd"])
+def test_an_api_key_is_enforced_and_never_shown(tmp_path, image, topology):
+    key = "rehearsal-key-" + "x7q" * 6
+    key_file = tmp_path / "api_key"
+    key_file.write_text(key + "\n")
+    with rehearsal_stack(tmp_path, topology, image, API_KEY_FILE=str(key_file)) as (stack, front, env):
+        stack.up()
+        wait_healthy(stack, {"server"} if topology == "tp4" else {"prefill", "decode", "router"})
+        assert chat(front).status_code == 401
+        ok = chat(front, key=key)
+        assert ok.status_code == 200 and "Paris" in ok.json()["choices"][0]["message"]["content"]
+        names = [s.name for s in stack.states()]
+        inspect = subprocess.run(["docker", "inspect", *names], capture_output=True, text=True, timeout=60)
+        assert inspect.returncode == 0 and key not in inspect.stdout
+        logs = stack.logs()
+        assert isinstance(logs, str) and key not in logs
