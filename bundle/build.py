@@ -136,13 +136,20 @@ def oci_labels(lock: Lock) -> dict[str, str]:
     }
 
 
+# Build outputs left in an input folder (kernels/ after a local `pip install -e`) are not inputs:
+# they would change layer keys and ship stale binaries.
+_NOT_INPUTS = {"__pycache__", "build", "dist", ".pytest_cache", ".mypy_cache"}
+
+
 def _files_of(root: Path, rel: str) -> list[Path]:
     path = root / rel
     if path.is_file():
         return [path]
     if path.is_dir():
         return sorted(p for p in path.rglob("*")
-                      if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+                      if p.is_file() and p.suffix != ".pyc"
+                      and not any(part in _NOT_INPUTS or part.endswith(".egg-info")
+                                  for part in p.relative_to(path).parts))
     return []
 
 

@@ -43,6 +43,9 @@ PYTHON_PACKAGES = (
     "tilelang",
     "nixl-cu13",
     "sglang-router",
+    # The build backend of the kernel overlay and of SGLang built from a commit (installed in the
+    # base layer, so both build with --no-build-isolation and nothing unpinned is fetched).
+    "setuptools",
 )
 # Published on PyPI only for some flashinfer versions (none for 0.7.2): pinned when present.
 OPTIONAL_PYTHON_PACKAGES = ("flashinfer-cubin", "flashinfer-jit-cache")

@@ -5,7 +5,7 @@ CPython 3.12 on linux x86_64 (manylinux_2_39, glibc of Ubuntu 24.04) with a sha2
 with hashes required and `--no-deps` (the lock is the whole closure, so nothing unhashed gets in).
 
 Layers and what they resolve:
-- base:      uv (installs everything above it)
+- base:      uv (installs everything above it) and setuptools (the overlay's build backend)
 - framework: torch, sglang, sglang-kernel, flashinfer, tilelang and their whole closure
 - pd:        nixl-cu13 and sglang-router, resolved together with the framework's pins; pd.txt keeps
              only what the framework layer does not already hold, so the two never disagree.
@@ -45,8 +45,9 @@ def _generated_header(layer: str) -> str:
 def render_inputs(lock: Lock) -> dict[str, str]:
     """The text of each <layer>.in, exactly as `make lock` writes it."""
     py = lock.data["python"]
-    base = [f"uv=={lock.data['base']['uv']}"]
-    framework = [f"{name}=={py[name]}" for name in FRAMEWORK_PACKAGES if name in py]
+    base = [f"uv=={lock.data['base']['uv']}", f"setuptools=={py['setuptools']}"]
+    # setuptools again: the framework closure needs it too and must keep the base layer's version.
+    framework = [f"{name}=={py[name]}" for name in (*FRAMEWORK_PACKAGES, "setuptools") if name in py]
     pd = [f"{name}=={py[name]}" for name in PD_PACKAGES]
     return {
         "base": _generated_header("base") + "\n".join(base) + "\n",

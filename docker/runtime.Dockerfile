@@ -5,7 +5,6 @@ ARG PARENT_IMAGE=sglang-bundle/sglang-sm120:overlay
 FROM ${PARENT_IMAGE}
 
 ARG LOCK_HASH=unknown
-ARG SERVER_PORT=30000
 
 # JIT caches (Triton, FlashInfer, DeepGEMM, tilelang, TorchInductor, CuTe DSL, TVM FFI) under one
 # root meant to be a volume; the lock hash is part of the path, so a volume that outlives an image
@@ -21,7 +20,7 @@ ENV TRITON_CACHE_DIR=${JIT_CACHE_ROOT}/triton \
     CUTE_DSL_CACHE_DIR=${JIT_CACHE_ROOT}/cute_dsl \
     XDG_CACHE_HOME=${JIT_CACHE_ROOT}/xdg \
     HOME=/home/sglang \
-    SGLANG_PORT=${SERVER_PORT}
+    SGLANG_PORT=30000
 
 COPY docker/entrypoint.sh /usr/local/bin/bundle-entrypoint
 COPY docker/lock.toml /opt/bundle/lock.toml
@@ -34,7 +33,8 @@ RUN useradd --uid 10001 --user-group --create-home --home-dir /home/sglang --she
 USER 10001:10001
 WORKDIR /home/sglang
 VOLUME ["/var/cache/sglang"]
-EXPOSE ${SERVER_PORT}
+# The server port inside the container; the healthcheck follows SGLANG_PORT if compose sets another.
+EXPOSE 30000
 HEALTHCHECK --interval=30s --timeout=10s --start-period=20m --retries=3 \
   CMD ["/bin/sh", "-c", "curl -fsS \"http://127.0.0.1:${SGLANG_PORT}/health\" || exit 1"]
 ENTRYPOINT ["/usr/local/bin/bundle-entrypoint"]

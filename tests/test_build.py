@@ -1,0 +1,131 @@
+"""`bundle build`: the plan (layers, tags, keys, build arguments from the lock) and bad input."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bundle import build
+from bundle.cli import main
+from bundle.errors import BundleError
+from bundle.lock import LOCK_HASH_LABEL, load_lock
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A copy of docker/ and kernels/ that a test may change; BUNDLE_HOME points the driver at it."""
+    shutil.copytree(REPO / "docker", tmp_path / "docker")
+    shutil.copytree(REPO / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    monkeypatch.setenv("BUNDLE_HOME", str(tmp_path))
+    return tmp_path
+
+
+def _plan(root: Path, standin: bool = False) -> build.Plan:
+    return build.make_plan(load_lock(root / "docker" / "lock.toml"), standin=standin, root=root)
+
+
+def _keys(root: Path) -> dict[str, str]:
+    return {lp.name: lp.key for lp in _plan(root).layers}
+
+
+def test_layers_chain_in_order_and_take_their_versions_from_the_lock(project):
+    plan = _plan(project)
+    lock = plan.lock
+    assert [lp.name for lp in plan.layers] == ["base", "framework", "pd", "overlay", "runtime"]
+    for lower, upper in zip(plan.layers, plan.layers[1:]):
+        assert upper.build_args["PARENT_IMAGE"] == lower.tag
+    base = plan.layer("base").build_args
+    assert base["BASE_IMAGE"] == lock.pins["base_image"] and base["PYTHON_VERSION"] == "3.12"
+    assert base["TORCH_CUDA_ARCH_LIST"] == lock.pins["cuda_arch_list"]
+    runtime = plan.layer("runtime")
+    assert runtime.extra_tags == [lock.image_ref]
+    assert runtime.labels[LOCK_HASH_LABEL] == lock.hash
+    for lp in plan.layers:
+        assert re.fullmatch(rf"{re.escape(lock.image_repo)}:{lp.name}-[0-9a-f]{{12}}", lp.tag)
+        assert {"org.opencontainers.image.source", "org.opencontainers.image.revision",
+                "org.opencontainers.image.version"} <= set(lp.labels)
+
+
+def test_an_overlay_change_keeps_every_lower_layer_key(project):
+    before = _keys(project)
+    (project / "kernels" / "extra.txt").write_text("x\n")
+    after = _keys(project)
+    assert [n for n in before if before[n] != after[n]] == ["overlay", "runtime"]
+
+
+def test_an_entrypoint_change_rebuilds_only_the_runtime_layer(project):
+    before = _keys(project)
+    entry = project / "docker" / "entrypoint.sh"
+    entry.write_text(entry.read_text() + "# changed\n")
+    after = _keys(project)
+    assert [n for n in before if before[n] != after[n]] == ["runtime"]
+
+
+def test_a_framework_lock_change_rebuilds_from_framework_up(project):
+    before = _keys(project)
+    req = project / "docker" / "requirements" / "framework.txt"
+    req.write_text(req.read_text() + "\n")
+    after = _keys(project)
+    assert [n for n in before if before[n] != after[n]] == ["framework", "pd", "overlay", "runtime"]
+
+
+def test_build_outputs_in_the_overlay_folder_are_not_inputs(project):
+    before = _keys(project)
+    (project / "kernels" / "build").mkdir(exist_ok=True)
+    (project / "kernels" / "build" / "junk.so").write_bytes(b"\0")
+    assert _keys(project) == before
+
+
+def test_a_standin_plan_leaves_out_the_cuda_layer_and_never_uses_the_real_tags(project):
+    plan = _plan(project, standin=True)
+    assert [lp.name for lp in plan.layers] == ["base", "pd", "overlay", "runtime"]
+    assert plan.layer("base").build_args["BASE_IMAGE"] == build.STANDIN_BASE
+    assert all("-standin:" in tag for lp in plan.layers for tag in lp.tags)
+
+
+def test_an_unknown_layer_is_one_error_with_a_suggestion(project):
+    with pytest.raises(BundleError) as err:
+        build.select_layers(_plan(project), ["overlai"])
+    assert "did you mean 'overlay'" in str(err.value) and err.value.exit_code == 3
+    with pytest.raises(BundleError, match="needs the CUDA base"):
+        build.select_layers(_plan(project, standin=True), ["framework"])
+
+
+def test_dry_run_lists_every_layer_tag_and_pin(project, capsys):
+    assert main(["build", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    plan = _plan(project)
+    for lp in plan.layers:
+        assert lp.tag in out
+    for pin in ("torch 2.14.1", "sglang 0.5.23", "sglang-kernel 0.4.10", "flashinfer-python 0.7.2",
+                "tilelang 0.1.12", "nixl-cu13 1.5.1", "sglang-router 0.3.2"):
+        assert pin in out
+    assert f"--build-arg BASE_IMAGE={plan.lock.pins['base_image']}" in out
+    assert plan.lock.image_ref in out
+
+
+def test_a_bad_lock_fails_the_build_before_anything_starts(project, capsys):
+    lock = project / "docker" / "lock.toml"
+    lock.write_text(lock.read_text().replace('torch = "2.14.1"', 'torch = "2.14"  # ok\ntorch2 = 1'))
+    assert main(["build", "--dry-run"]) == 3
+    err = capsys.readouterr().err
+    assert "lock.toml" in err and "python.torch2" in err
+
+
+def test_a_missing_requirement_lock_is_named_before_any_build(project):
+    (project / "docker" / "requirements" / "pd.txt").unlink()
+    plan = _plan(project)
+    with pytest.raises(BundleError, match=r"docker/requirements/pd.txt: missing \(layer pd\)"):
+        build.check_inputs(project, plan)
+
+
+def test_no_engine_is_one_clear_error_and_nothing_is_tagged(project, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such-docker.sock")
+    assert main(["build", "--standin"]) == 4
+    err = capsys.readouterr().err
+    assert "no Docker engine answers" in err and "fix:" in err

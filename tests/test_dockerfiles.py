@@ -1,0 +1,227 @@
+"""The Dockerfiles: lint clean, every installed version from a lock, arguments supplied by the plan,
+and the layers that need no CUDA built for real on the local engine (the Debian stand-in root)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bundle import build
+from bundle.lock import LOCK_HASH_LABEL, load_lock
+
+REPO = Path(__file__).resolve().parents[1]
+DOCKERFILES = sorted((REPO / "docker").glob("*.Dockerfile"))
+LAYER_FILES = [REPO / spec.dockerfile for spec in build.LAYERS]
+
+
+def _instructions(path: Path) -> list[str]:
+    """Instructions with continuation lines joined and comments dropped."""
+    text = re.sub(r"\\\n", " ", "\n".join(ln for ln in path.read_text().splitlines()
+                                         if not ln.lstrip().startswith("#")))
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
+def _install_problems(path: Path) -> list[str]:
+    problems = []
+    for ins in _instructions(path):
+        if not ins.upper().startswith("RUN "):
+            continue
+        for cmd in re.split(r"&&|;|\|\|", ins):
+            if re.search(r"\bpip3? install\b|\buv pip install\b", cmd):
+                hashed_lock = "--require-hashes" in cmd and re.search(r"-r \S+\.txt", cmd)
+                local_no_deps = "--no-deps" in cmd and re.search(r"\s(/\S+|\"\$\w+\")\s*$", cmd.strip())
+                if not (hashed_lock or local_no_deps):
+                    problems.append(f"{path.name}: unpinned install: {cmd.strip()}")
+            if re.search(r"\bapt-get install\b", cmd):
+                pinned = all("=" in pkg for pkg in re.findall(r"\s([a-z0-9][a-z0-9.+-]+\S*)", cmd)
+                              if pkg not in ("apt-get", "install"))
+                if not pinned and "--snapshot" not in ins:
+                    problems.append(f"{path.name}: apt-get install without versions or snapshot")
+    return problems
+
+
+def test_hadolint_passes_on_every_dockerfile():
+    hadolint = shutil.which("hadolint") or str(REPO / ".venv" / "bin" / "hadolint")
+    proc = subprocess.run([hadolint, "--config", str(REPO / ".hadolint.yaml"), *map(str, DOCKERFILES)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_no_dockerfile_installs_a_version_that_does_not_come_from_a_lock():
+    problems = [p for f in DOCKERFILES for p in _install_problems(f)]
+    assert problems == []
+
+
+def test_the_install_check_catches_unpinned_installs(tmp_path):
+    bad = tmp_path / "bad.Dockerfile"
+    bad.write_text("FROM x\nRUN pip install torch\nRUN uv pip install -r req.txt\n"
+                   "RUN apt-get update && apt-get install -y curl\nRUN apt-get install -y curl=8.5.0-2\n")
+    problems = _install_problems(bad)
+    assert len(problems) == 3, problems
+
+
+def test_no_dockerfile_pulls_a_frontend_image():
+    # A `# syntax=` line makes BuildKit pull the frontend from Docker Hub, unreachable here.
+    for path in DOCKERFILES:
+        assert not re.search(r"^#\s*syntax\s*=", path.read_text(), re.M), path.name
+
+
+def test_every_argument_a_layer_declares_comes_from_the_plan():
+    plan = build.make_plan(load_lock())
+    for lp in plan.layers:
+        declared = set(re.findall(r"^ARG (\w+)", (REPO / lp.spec.dockerfile).read_text(), re.M))
+        assert declared == set(lp.build_args), (lp.name, declared ^ set(lp.build_args))
+
+
+def test_layer_parents_chain_in_order():
+    for path in LAYER_FILES[1:]:
+        assert re.search(r"^FROM \$\{PARENT_IMAGE\}$", path.read_text(), re.M), path.name
+    assert re.search(r"^FROM \$\{BASE_IMAGE\}$", LAYER_FILES[0].read_text(), re.M)
+
+
+def test_the_base_image_is_pinned_by_digest_in_the_lock_only():
+    lock = load_lock()
+    assert "@sha256:" in lock.pins["base_image"]
+    for path in DOCKERFILES:
+        assert "@sha256:" not in path.read_text(), f"{path.name}: digests belong in docker/lock.toml"
+
+
+def test_bake_defaults_match_the_lock():
+    lock = load_lock()
+    bake = (REPO / "docker" / "docker-bake.hcl").read_text()
+    defaults = dict(re.findall(r'variable "(\w+)" \{ default = "([^"]*)" \}', bake))
+    expected = {**build._base_args(lock), **build._framework_args(lock),
+                "OVERLAY_VERSION": lock.data["overlay"]["version"], "REPO": lock.image_repo}
+    assert {k: defaults.get(k) for k in expected} == expected
+
+
+@pytest.mark.docker
+def test_bake_file_parses_with_buildx():
+    from bundle import docker
+
+    if not docker.buildx_available():
+        pytest.skip("no docker buildx (docker/install-buildx.sh installs it)")
+    proc = subprocess.run(["docker", "buildx", "bake", "-f", "docker/docker-bake.hcl", "--print", "validate"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    targets = json.loads(proc.stdout)["target"]
+    assert set(targets) == set(build.LAYER_NAMES)
+    assert targets["pd"]["contexts"] == {"parent": "target:framework"}
+
+
+# ---- real builds on the local engine: the stand-in chain base -> pd -> overlay -> runtime ----
+
+STANDIN_ROOT = build.STANDIN_BASE
+
+
+@pytest.fixture(scope="module")
+def standin_root():
+    """The Debian root that stands in for the CUDA base (docker/debian-root.sh, about 60 s once)."""
+    if subprocess.run(["docker", "image", "inspect", STANDIN_ROOT], capture_output=True).returncode != 0:
+        proc = subprocess.run(["bash", str(REPO / "docker" / "debian-root.sh"), STANDIN_ROOT],
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    return STANDIN_ROOT
+
+
+@pytest.fixture(scope="module")
+def standin_project(tmp_path_factory, standin_root):
+    """A copy of the project's docker/ and kernels/ under its own image repo, removed afterwards."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copytree(REPO / "docker", root / "docker", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    repo = f"bundle-test/sglang-sm120-{root.name.replace('_', '-').lower()}"
+    lock_file = root / "docker" / "lock.toml"
+    lock_file.write_text(re.sub(r'^repo = ".*"$', f'repo = "{repo}"', lock_file.read_text(), flags=re.M))
+    yield root
+    refs = subprocess.run(["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}",
+                           f"{repo}-standin"], capture_output=True, text=True).stdout.split()
+    if refs:
+        subprocess.run(["docker", "image", "rm", *refs], capture_output=True)
+
+
+def _bundle_build(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**__import__("os").environ, "BUNDLE_HOME": str(root)}
+    return subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin", *args],
+                          capture_output=True, text=True, env=env, timeout=900)
+
+
+def _run(image: str, *cmd: str) -> str:
+    proc = subprocess.run(["docker", "run", "--rm", "--entrypoint", cmd[0], image, *cmd[1:]],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_layers_above(
+        standin_project, monkeypatch):
+    """Stand-in, not the real image: the CUDA base is replaced by the Debian root (Python 3.11) and
+    the framework layer (torch, SGLang) is left out; every other layer's instructions run for real."""
+    first = _bundle_build(standin_project)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    monkeypatch.setenv("BUNDLE_HOME", str(standin_project))
+    lock = load_lock(standin_project / "docker" / "lock.toml")
+    plan = build.make_plan(lock, standin=True, root=standin_project)
+    image = plan.layers[-1].extra_tags[0]
+    assert image.endswith(f"-standin:lock-{lock.hash}")
+
+    labels = json.loads(subprocess.run(["docker", "image", "inspect", image, "--format",
+                                        "{{json .Config.Labels}}"], capture_output=True, text=True).stdout)
+    assert labels[LOCK_HASH_LABEL] == lock.hash
+    assert labels["org.opencontainers.image.version"] == "0.5.23"
+    assert labels["org.opencontainers.image.revision"]
+    assert json.loads(labels["io.sglang-bundle.pins"])["nixl-cu13"] == "1.5.1"
+
+    assert _run(image, "id", "-u").strip() == "10001"
+    versions = _run(image, "python", "-c", "import importlib.metadata as m; "
+                    "print(m.version('nixl-cu13'), m.version('sglang-router'), m.version('uv'))")
+    assert versions.split() == ["1.5.1", "0.3.2", "0.13.9"]
+    cache = _run(image, "sh", "-c", "echo $TRITON_CACHE_DIR; test -w $JIT_CACHE_ROOT && echo writable")
+    assert cache.split() == [f"/var/cache/sglang/lock-{lock.hash}/triton", "writable"]
+    # The shared entrypoint hands the compose secret to the server as --api-key.
+    assert _run(image, "bundle-entrypoint", "echo", "serve").strip() == "serve"
+
+    ids_before = {lp.name: subprocess.run(["docker", "image", "inspect", lp.tag, "--format", "{{.Id}}"],
+                                          capture_output=True, text=True).stdout.strip()
+                  for lp in plan.layers}
+    (standin_project / "kernels" / "NOTE.txt").write_text("an overlay change\n")
+    second = _bundle_build(standin_project)
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert re.search(r"base\s+reused", second.stdout) and re.search(r"pd\s+reused", second.stdout)
+    assert re.search(r"overlay\s+built", second.stdout) and re.search(r"runtime\s+built", second.stdout)
+    new_plan = build.make_plan(lock, standin=True, root=standin_project)
+    for name in ("base", "pd"):
+        assert new_plan.layer(name).tag == plan.layer(name).tag
+        new_id = subprocess.run(["docker", "image", "inspect", new_plan.layer(name).tag, "--format",
+                                 "{{.Id}}"], capture_output=True, text=True).stdout.strip()
+        assert new_id == ids_before[name]
+    assert new_plan.layer("overlay").tag != plan.layer("overlay").tag
+    assert "NOTE.txt" in _run(image, "ls", "/opt/bundle/kernels")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_without_buildx_the_legacy_builder_builds_the_runtime_layer(standin_project, monkeypatch):
+    """The fallback for a CLI with no buildx: the same Dockerfile through `docker build` with
+    DOCKER_BUILDKIT=0 (slow on fuse-overlayfs, so only the lightest layer is built here)."""
+    from bundle import docker
+
+    monkeypatch.setenv("BUNDLE_HOME", str(standin_project))
+    lock = load_lock(standin_project / "docker" / "lock.toml")
+    plan = build.make_plan(lock, standin=True, root=standin_project)
+    if docker.image_facts(plan.layer("overlay").tag) is None:
+        pytest.skip("needs the stand-in overlay layer from the test above")
+    monkeypatch.setattr(docker, "buildx_available", lambda: False)
+    messages = []
+    results = build.execute(plan, build.select_layers(plan, ["runtime"]), force=True,
+                            report=messages.append)
+    assert [r.action for r in results] == ["built"]
+    assert "legacy builder" in messages[0]
+    assert docker.image_facts(plan.layers[-1].extra_tags[0]).labels[LOCK_HASH_LABEL] == lock.hash
