@@ -107,7 +107,8 @@ class Stack:
         return self._call("config", self._docker.compose.config, return_json=True)
 
     def up(self, services: list[str] | None = None, *, build: bool = False) -> None:
-        self._call("up", self._docker.compose.up, services or [], detach=True, build=build,
+        # None means every service: python-on-whales treats an empty list as "start nothing".
+        self._call("up", self._docker.compose.up, services or None, detach=True, build=build,
                    remove_orphans=True, quiet=True)
 
     def down(self, *, volumes: bool = False, timeout: int | None = None) -> None:

@@ -16,14 +16,17 @@ BENCH_HISTORY = "bench.jsonl"
 
 # (key in a level's metrics, column title, higher is better?) in the order the tables show them.
 BENCH_COLUMNS = [
-    ("output_throughput", "output tok/s", True),
-    ("total_throughput", "total tok/s", True),
-    ("mean_ttft_ms", "TTFT mean ms", False),
-    ("median_ttft_ms", "TTFT median ms", False),
-    ("mean_tpot_ms", "TPOT mean ms", False),
-    ("median_tpot_ms", "TPOT median ms", False),
-    ("mean_itl_ms", "ITL mean ms", False),
+    ("output_throughput", "out tok/s", True),
+    ("total_throughput", "all tok/s", True),
+    ("mean_ttft_ms", "TTFT ms", False),
+    ("median_ttft_ms", "TTFT p50", False),
+    ("mean_tpot_ms", "TPOT ms", False),
+    ("median_tpot_ms", "TPOT p50", False),
+    ("mean_itl_ms", "ITL ms", False),
 ]
+# How the baseline was measured (CONTEXT.md: the original bench_serving run): other lengths are
+# not comparable with it, and the comparison says so.
+BASELINE_METHOD = {"input_len": 256, "output_len": 256}
 # config bench.baseline key -> metrics key: the baseline was measured at concurrency 1.
 BASELINE_KEYS = {"output_throughput": "output_throughput", "tpot_ms": "mean_tpot_ms",
                  "ttft_ms": "mean_ttft_ms"}
@@ -131,7 +134,7 @@ def bench_table(record: dict) -> Table:
                   title_justify="left")
     table.add_column("C", justify="right")
     table.add_column("status")
-    table.add_column("done/failed", justify="right")
+    table.add_column("ok/fail", justify="right")
     for _key, title, _ in BENCH_COLUMNS:
         table.add_column(title, justify="right")
     for level in record["levels"]:
@@ -144,9 +147,14 @@ def bench_table(record: dict) -> Table:
     return table
 
 
-def comparison_table(record: dict, baseline: dict | None, previous: dict | None) -> Table:
-    """This run against the recorded baseline (C=1 only) and against the previous run (each level)."""
-    table = Table(title="compared with", title_justify="left")
+def comparison_table(record: dict, baseline: dict | None, previous: dict | None) -> Table | None:
+    """This run against the recorded baseline (C=1 only) and against the previous run (each level);
+    None when there is nothing to compare with."""
+    method = {k: record["config"].get(k) for k in BASELINE_METHOD}
+    note = "" if method == BASELINE_METHOD else (
+        f" (the baseline was measured at {BASELINE_METHOD['input_len']} in / {BASELINE_METHOD['output_len']}"
+        f" out; this run used {method['input_len']} / {method['output_len']}: not like for like)")
+    table = Table(title="compared with" + note, title_justify="left")
     for column in ("against", "C", "metric", "then", "now", "change"):
         table.add_column(column, justify="right" if column in ("C", "then", "now", "change") else "left")
     base_level = _level(record, BASELINE_CONCURRENCY)
@@ -169,7 +177,7 @@ def comparison_table(record: dict, baseline: dict | None, previous: dict | None)
                 now, then = level["metrics"].get(metric), then_level["metrics"].get(metric)
                 table.add_row(label, str(level["concurrency"]), metric, _fmt(then), _fmt(now),
                               _change(now, then, higher))
-    return table
+    return table if table.row_count else None
 
 
 def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
@@ -204,6 +212,8 @@ def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
             ax.plot([BASELINE_CONCURRENCY], [baseline[base_key]], "r*", markersize=12,
                     label=baseline.get("label") or "baseline")
         ax.set_xscale("log", base=2)
+        levels = sorted({lv["concurrency"] for lv in record.get("levels", [])} | {BASELINE_CONCURRENCY})
+        ax.set_xticks(levels, [str(c) for c in levels])
         ax.set_xlabel("concurrency")
         ax.set_title(title)
         ax.grid(True, alpha=0.3)

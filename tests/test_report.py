@@ -78,3 +78,13 @@ def test_plot_is_a_png(tmp_path):
                              previous=record("before", c1=10.0))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert path.stat().st_size > 5000
+
+
+def test_other_lengths_than_the_baselines_are_flagged_and_nothing_to_compare_is_none():
+    short = record("now")
+    short["config"] = {"input_len": 64, "output_len": 32}
+    assert "not like for like" in report.comparison_table(short, BASELINE, None).title
+    assert "not like" not in report.comparison_table(record("now"), BASELINE, None).title
+    no_c1 = record("now")
+    no_c1["levels"] = no_c1["levels"][1:]
+    assert report.comparison_table(no_c1, BASELINE, None) is None

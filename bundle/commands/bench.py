@@ -79,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
         print(front.redact(json.dumps(result, indent=2)))
     else:
         console.print(report.bench_table(result))
-        console.print(report.comparison_table(result, baseline, previous))
+        comparison = report.comparison_table(result, baseline, previous)
+        console.print(comparison if comparison is not None else
+                      "nothing to compare with: no C=1 level for the baseline, no previous run")
     console.print(f"recorded: {runstate.project_dir(record.project) / report.BENCH_HISTORY} "
                   f"(run {result['run_id']}); details: {run_dir}"
                   + (f"; plot: {plot}" if plot else "; no plot (pip install '.[plot]' for matplotlib)"))
