@@ -19,9 +19,9 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from bundle import __version__, paths
 from bundle.errors import EXIT_CONFIG, BundleError
@@ -113,7 +113,7 @@ class Plan:
 
 def _git(*args: str) -> str:
     try:
-        out = subprocess.run(["git", *args], cwd=paths.project_root(), capture_output=True, text=True,
+        out = subprocess.run(["git", *args], cwd=paths.project_root(), check=False, capture_output=True, text=True,
                              timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return ""

@@ -94,8 +94,8 @@ def load_lock(path: Path | None = None) -> Lock:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise ConfigError([f"the lock file does not exist; fix: restore it from git "
-                           f"(`git checkout -- {path.name}`) or pass the right path"],
+        raise ConfigError([(f"the lock file does not exist; fix: restore it from git "
+                            f"(`git checkout -- {path.name}`) or pass the right path")],
                           source=source) from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))

@@ -48,7 +48,7 @@ def _install_problems(path: Path) -> list[str]:
 def test_hadolint_passes_on_every_dockerfile():
     hadolint = shutil.which("hadolint") or str(REPO / ".venv" / "bin" / "hadolint")
     proc = subprocess.run([hadolint, "--config", str(REPO / ".hadolint.yaml"), *map(str, DOCKERFILES)],
-                          capture_output=True, text=True)
+                          check=False, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -68,20 +68,20 @@ def test_the_install_check_catches_unpinned_installs(tmp_path):
 def test_no_dockerfile_pulls_a_frontend_image():
     # A `# syntax=` line makes BuildKit pull the frontend from Docker Hub, unreachable here.
     for path in DOCKERFILES:
-        assert not re.search(r"^#\s*syntax\s*=", path.read_text(), re.M), path.name
+        assert not re.search(r"^#\s*syntax\s*=", path.read_text(), re.MULTILINE), path.name
 
 
 def test_every_argument_a_layer_declares_comes_from_the_plan():
     plan = build.make_plan(load_lock())
     for lp in plan.layers:
-        declared = set(re.findall(r"^ARG (\w+)", (REPO / lp.spec.dockerfile).read_text(), re.M))
+        declared = set(re.findall(r"^ARG (\w+)", (REPO / lp.spec.dockerfile).read_text(), re.MULTILINE))
         assert declared == set(lp.build_args), (lp.name, declared ^ set(lp.build_args))
 
 
 def test_layer_parents_chain_in_order():
     for path in LAYER_FILES[1:]:
-        assert re.search(r"^FROM \$\{PARENT_IMAGE\}$", path.read_text(), re.M), path.name
-    assert re.search(r"^FROM \$\{BASE_IMAGE\}$", LAYER_FILES[0].read_text(), re.M)
+        assert re.search(r"^FROM \$\{PARENT_IMAGE\}$", path.read_text(), re.MULTILINE), path.name
+    assert re.search(r"^FROM \$\{BASE_IMAGE\}$", LAYER_FILES[0].read_text(), re.MULTILINE)
 
 
 def test_the_base_image_is_pinned_by_digest_in_the_lock_only():
@@ -107,7 +107,7 @@ def test_bake_file_parses_with_buildx():
     if not docker.buildx_available():
         pytest.skip("no docker buildx (docker/install-buildx.sh installs it)")
     proc = subprocess.run(["docker", "buildx", "bake", "-f", "docker/docker-bake.hcl", "--print", "validate"],
-                          cwd=REPO, capture_output=True, text=True)
+                          cwd=REPO, check=False, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     targets = json.loads(proc.stdout)["target"]
     assert set(targets) == set(build.LAYER_NAMES)
@@ -122,9 +122,9 @@ STANDIN_ROOT = build.STANDIN_BASE
 @pytest.fixture(scope="module")
 def standin_root():
     """The Debian root that stands in for the CUDA base (docker/debian-root.sh, about 60 s once)."""
-    if subprocess.run(["docker", "image", "inspect", STANDIN_ROOT], capture_output=True).returncode != 0:
+    if subprocess.run(["docker", "image", "inspect", STANDIN_ROOT], check=False, capture_output=True).returncode != 0:
         proc = subprocess.run(["bash", str(REPO / "docker" / "debian-root.sh"), STANDIN_ROOT],
-                              capture_output=True, text=True, timeout=900)
+                              check=False, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]
     return STANDIN_ROOT
 
@@ -137,23 +137,23 @@ def standin_project(tmp_path_factory, standin_root):
     shutil.copytree(REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     repo = f"bundle-test/sglang-sm120-{root.name.replace('_', '-').lower()}"
     lock_file = root / "docker" / "lock.toml"
-    lock_file.write_text(re.sub(r'^repo = ".*"$', f'repo = "{repo}"', lock_file.read_text(), flags=re.M))
+    lock_file.write_text(re.sub(r'^repo = ".*"$', f'repo = "{repo}"', lock_file.read_text(), flags=re.MULTILINE))
     yield root
     refs = subprocess.run(["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}",
-                           f"{repo}-standin"], capture_output=True, text=True).stdout.split()
+                           f"{repo}-standin"], check=False, capture_output=True, text=True).stdout.split()
     if refs:
-        subprocess.run(["docker", "image", "rm", *refs], capture_output=True)
+        subprocess.run(["docker", "image", "rm", *refs], check=False, capture_output=True)
 
 
 def _bundle_build(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**__import__("os").environ, "BUNDLE_HOME": str(root)}
     return subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin", *args],
-                          capture_output=True, text=True, env=env, timeout=900)
+                          check=False, capture_output=True, text=True, env=env, timeout=900)
 
 
 def _run(image: str, *cmd: str) -> str:
     proc = subprocess.run(["docker", "run", "--rm", "--entrypoint", cmd[0], image, *cmd[1:]],
-                          capture_output=True, text=True, timeout=120)
+                          check=False, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -173,7 +173,7 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
     assert image.endswith(f"-standin:lock-{lock.hash}")
 
     labels = json.loads(subprocess.run(["docker", "image", "inspect", image, "--format",
-                                        "{{json .Config.Labels}}"], capture_output=True, text=True).stdout)
+                                        "{{json .Config.Labels}}"], check=False, capture_output=True, text=True).stdout)
     assert labels[LOCK_HASH_LABEL] == lock.hash
     assert labels["org.opencontainers.image.version"] == "0.5.23"
     assert labels["org.opencontainers.image.revision"]
@@ -189,7 +189,7 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
     assert _run(image, "bundle-entrypoint", "echo", "serve").strip() == "serve"
 
     ids_before = {lp.name: subprocess.run(["docker", "image", "inspect", lp.tag, "--format", "{{.Id}}"],
-                                          capture_output=True, text=True).stdout.strip()
+                                          check=False, capture_output=True, text=True).stdout.strip()
                   for lp in plan.layers}
     (standin_project / "kernels" / "NOTE.txt").write_text("an overlay change\n")
     second = _bundle_build(standin_project)
@@ -200,7 +200,7 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
     for name in ("base", "pd"):
         assert new_plan.layer(name).tag == plan.layer(name).tag
         new_id = subprocess.run(["docker", "image", "inspect", new_plan.layer(name).tag, "--format",
-                                 "{{.Id}}"], capture_output=True, text=True).stdout.strip()
+                                 "{{.Id}}"], check=False, capture_output=True, text=True).stdout.strip()
         assert new_id == ids_before[name]
     assert new_plan.layer("overlay").tag != plan.layer("overlay").tag
     assert "NOTE.txt" in _run(image, "ls", "/opt/bundle/kernels")
