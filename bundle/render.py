@@ -25,10 +25,11 @@ ROUTER_MODULE = "sglang_router.launch_router"
 
 
 def compose_files(topology: str, *, rehearsal: bool = False) -> list[Path]:
-    files = [paths.compose_dir() / f"{topology}.yaml"]
     if rehearsal:
-        files.append(paths.compose_dir() / "rehearsal.yaml")
-    return files
+        from bundle import rehearsal as rehearsal_mod
+
+        return rehearsal_mod.compose_files(topology)
+    return [paths.compose_dir() / f"{topology}.yaml"]
 
 
 def _gpu_list(gpus) -> str:

@@ -127,7 +127,7 @@ def test_levers_and_extra_args_reach_the_server_intact(tmp_path):
     assert server["healthcheck"]["start_period"] == "45m0s"
     volumes = {v["target"]: v for v in server["volumes"]}
     assert volumes["/model"]["read_only"] is True and volumes["/model"]["source"] == "/srv/models/dsv4"
-    assert volumes["/cache"]["source"] == "jit-cache"
+    assert volumes["/var/cache/sglang"]["source"] == "jit-cache"
     assert resolved["volumes"]["jit-cache"]["name"].startswith("lab-jit-")
 
 

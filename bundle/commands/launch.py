@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulated workers behind the real router, no GPU (see README, Rehearsal)")
     parser.add_argument("--timeout", metavar="DURATION",
                         help="readiness limit, e.g. 45m (default: lifecycle.launch_timeout)")
+    parser.add_argument("--sim", action="append", default=[], metavar="KNOB=VALUE",
+                        help="rehearsal only: a worker simulator knob, e.g. SIM_TPOT_MS=20 or "
+                             "SIM_WRONG_ANSWERS=1 (bundle/simulator/knobs.py lists them); repeatable")
     parser.add_argument("--keep-on-failure", action="store_true",
                         help="leave the containers running after a failed start, for debugging")
 
@@ -59,16 +62,15 @@ def run(args: argparse.Namespace) -> int:
                           + (f" by {who}" if who else ""),
                           hint="stop that process or choose another network.front_port",
                           exit_code=EXIT_ENVIRONMENT)
+    knobs = _sim_knobs(args.sim, args.rehearsal)
     extra_env = {}
     if args.rehearsal:
         from bundle import rehearsal
 
-        rehearsal.ensure_image(console)
-        extra_env = rehearsal.environment()
+        console.print("rehearsal: building the simulator image if its inputs changed ...")
+        extra_env = rehearsal.env_values(rehearsal.ensure_image(), knobs=knobs)
     else:
-        image = dep.raw["image"]["ref"]
-        rendered_probe = render(dep, topology)
-        image = rendered_probe.env["BUNDLE_IMAGE"]
+        image = dep.raw["image"]["ref"] or _lock_image()
         if not docker.image_exists(image):
             raise BundleError(f"image {image} is not on this host",
                               hint="`make image` to build it, or `bundle pull` to fetch the published one",
@@ -108,6 +110,24 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"\nendpoint: [bold]{front.url}[/] (model {front.model})")
     console.print("try it:\n  " + front.example_request(), markup=False)
     return 0
+
+
+def _lock_image() -> str:
+    from bundle.lock import load_lock
+
+    return load_lock().image_ref
+
+
+def _sim_knobs(pairs: list[str], rehearsal: bool) -> dict[str, str]:
+    if pairs and not rehearsal:
+        raise BundleError("--sim sets worker simulator knobs and needs --rehearsal", exit_code=2)
+    knobs = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.startswith("SIM_"):
+            raise BundleError(f"--sim {pair!r}: expected SIM_NAME=VALUE, e.g. SIM_TPOT_MS=20", exit_code=2)
+        knobs[name] = value
+    return knobs
 
 
 def _attest(dep, topology, rendered, run_dir, console) -> None:

@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     if args.rehearsal:
         from bundle import rehearsal
 
-        extra = rehearsal.environment()
+        # The tag only: render never builds (launch --rehearsal does).
+        extra = rehearsal.env_values(rehearsal.image_tag())
     rendered = render(dep, args.topology, rehearsal=args.rehearsal, extra_env=extra)
     docker.require_compose()
     resolved = rendered.stack().config()
