@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import uuid
 
 import pytest
@@ -17,6 +18,9 @@ import pytest
 from bundle import attest, rehearsal, report, runstate
 from bundle.cli import main
 from bundle.config import load_config
+from bundle.frontdoor import front_door
+from bundle.ready import wait_ready
+from bundle.render import render
 from tests.conftest import write_config
 
 pytestmark = pytest.mark.docker
@@ -26,6 +30,7 @@ pytestmark = pytest.mark.docker
 TTFT_MS, TPOT_MS, OUT_LEN = 100.0, 20.0, 64
 # Each level is a fresh bench_serving container (tens of seconds to import on 2 cores): few levels.
 LEVELS = {"tp4": [1, 2], "pd": [2]}
+SERVICES = {"tp4": {"server"}, "pd": {"prefill", "decode", "router"}}
 
 
 def _free_port() -> int:
@@ -35,25 +40,36 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def launched(tmp_path, runs_dir, request):
-    """Launch a rehearsal topology under its own project; always `down -v --remove-orphans` it."""
+def launched(tmp_path, runs_dir):
+    """Bring a rehearsal topology up under its own project, as `bundle launch --rehearsal` does
+    (config -> render -> compose files + the overlay -> up -> true readiness -> launch record), and
+    always `down -v --remove-orphans` it."""
     made = []
 
     def launch(topology: str):
         project = f"e2e-{topology}-{uuid.uuid4().hex[:6]}"
         cfg = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {_free_port()}\n")
-        made.append((cfg, topology))
-        assert main(["launch", topology, "--rehearsal", "-c", str(cfg)]) == 0
         dep = load_config(cfg)
-        return cfg, dep, runstate.load(dep.project_name(topology))
+        rendered = render(dep, topology, extra_env=rehearsal.env_values(rehearsal.ensure_image()))
+        rendered.compose_files = rehearsal.compose_files(topology)
+        record = runstate.LaunchRecord(
+            project=rendered.project, topology=topology, compose_files=[str(f) for f in rendered.compose_files],
+            env_file=str(rendered.env_file), rehearsal=True, config=str(cfg), started_at=time.time(),
+            run_dir=str(runstate.new_run_dir(rendered.project, "launch")))
+        runstate.save(record)
+        stack = record.stack()
+        made.append(stack)
+        stack.up()
+        wait_ready(stack, topology, front_door(dep), timeout=300, prompt=dep.raw["smoke"]["checks"][0]["prompt"],
+                   expected_services=SERVICES[topology], report=lambda line: None)
+        return cfg, dep, record
 
     yield launch
-    for cfg, topology in made:
-        dep = load_config(cfg)
+    for stack in made:
         try:
-            runstate.load(dep.project_name(topology)).stack().down(volumes=True)
+            stack.down(volumes=True, timeout=10)  # compose down -v --remove-orphans
         except Exception as exc:  # the test's own failure is the one to report
-            print(f"teardown of {dep.project_name(topology)}: {exc}")
+            print(f"teardown of {stack.project}: {exc}")
 
 
 def set_knobs(record, topology: str, **knobs) -> None:
