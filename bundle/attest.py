@@ -21,6 +21,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from bundle import levers
+from bundle.errors import BundleError
 from bundle.workers import ComposeWorkers, HttpWorkers, Workers
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -128,7 +129,7 @@ def expectations(dep, topology: str) -> dict[str, Expected]:
         from bundle.lock import load_lock
 
         version = load_lock().pins.get("sglang")
-    except Exception:  # a broken lock is `bundle validate`'s to report, not attestation's
+    except BundleError:  # a broken lock is `bundle validate`'s to report, not attestation's
         version = None
     out = {}
     for role in dep.roles(topology):

@@ -14,9 +14,9 @@ import os
 import platform
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from bundle import bench_serving, docker, report, runstate
 from bundle.bench_serving import Level
@@ -103,7 +103,7 @@ def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
         facts = docker.image_facts(image_ref) if image_ref else None
         if facts:
             image.update(id=facts.id, repo_digests=list(facts.repo_digests))
-    except Exception as exc:  # provenance is best effort; the numbers still count
+    except Exception as exc:  # noqa: BLE001 - provenance is best effort; the numbers still count
         image["error"] = type(exc).__name__
     try:
         gpus = nvidia_smi.query_gpus()

@@ -162,7 +162,7 @@ def comparison_table(record: dict, baseline: dict | None, previous: dict | None)
         for base_key, metric in BASELINE_KEYS.items():
             if baseline.get(base_key) is None:
                 continue
-            higher = dict((k, h) for k, _, h in BENCH_COLUMNS)[metric]
+            higher = {k: h for k, _, h in BENCH_COLUMNS}[metric]
             now = base_level["metrics"].get(metric)
             table.add_row(_plain(baseline.get("label") or "baseline"), str(BASELINE_CONCURRENCY), metric,
                           _fmt(float(baseline[base_key])), _fmt(now), _change(now, baseline[base_key], higher))
@@ -173,7 +173,7 @@ def comparison_table(record: dict, baseline: dict | None, previous: dict | None)
             if not (level.get("metrics") and then_level and then_level.get("metrics")):
                 continue
             for metric in ("output_throughput", "mean_ttft_ms", "mean_tpot_ms"):
-                higher = dict((k, h) for k, _, h in BENCH_COLUMNS)[metric]
+                higher = {k: h for k, _, h in BENCH_COLUMNS}[metric]
                 now, then = level["metrics"].get(metric), then_level["metrics"].get(metric)
                 table.add_row(label, str(level["concurrency"]), metric, _fmt(then), _fmt(now),
                               _change(now, then, higher))

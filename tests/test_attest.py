@@ -141,7 +141,7 @@ def test_sparse_mla_backend_is_read_from_the_server_process_environment(tmp_path
 
 def test_unreadable_environment_is_a_warning_that_says_so(tmp_path):
     result = judge(deployment(tmp_path), "tp4", {"tp4": sample("tp4.json")}, env=None)
-    finding = [f for f in result.findings if f.what == "sm_120 sparse-MLA backend"][0]
+    finding = next(f for f in result.findings if f.what == "sm_120 sparse-MLA backend")
     assert finding.level == "WARN" and "could not be read" in finding.detail
 
 

@@ -108,7 +108,7 @@ def run_plan(tmp_path, dep, outcomes, concurrency):
 
 
 def test_a_timed_out_level_keeps_the_measured_ones_and_skips_the_rest(tmp_path, runs_dir):
-    record, run_dir, stack = run_plan(tmp_path, load_config(None), {1: "ok", 8: "timeout", 16: "ok"},
+    record, _run_dir, stack = run_plan(tmp_path, load_config(None), {1: "ok", 8: "timeout", 16: "ok"},
                                       [1, 8, 16])
     assert [lv["status"] for lv in record["levels"]] == ["ok", "timeout", "skipped"]
     assert record["levels"][0]["metrics"]["output_throughput"] == captured()["output_throughput"]

@@ -134,13 +134,13 @@ def test_pd_proof_counts_requests_on_both_workers(simulator, keyed_simulator):
     # The simulator has no /readiness (a router's): health fails, the counter proof is what is tested.
     workers = HttpWorkers({"prefill": simulator, "decode": simulator})
     report = run(simulator, topology="pd", workers=workers, checks=CHECKS[:1])
-    step = [s for s in report.steps if s.name == "through prefill and decode"][0]
+    step = next(s for s in report.steps if s.name == "through prefill and decode")
     assert step.ok, step.detail
     assert "prefill counted 3 requests" in step.detail and "decode counted 3 requests" in step.detail
     # A worker the requests did not pass through (idle: its counters do not move) is caught.
     idle = HttpWorkers({"prefill": simulator, "decode": keyed_simulator})
     report = run(simulator, topology="pd", workers=idle, checks=CHECKS[:1])
-    step = [s for s in report.steps if s.name == "through prefill and decode"][0]
+    step = next(s for s in report.steps if s.name == "through prefill and decode")
     assert not step.ok and "decode counted 0 requests" in step.detail
 
 

@@ -18,6 +18,7 @@ import pytest
 from bundle import attest, rehearsal, report, runstate
 from bundle.cli import main
 from bundle.config import load_config
+from bundle.errors import BundleError
 from bundle.frontdoor import front_door
 from bundle.ready import wait_ready
 from bundle.render import render
@@ -68,7 +69,7 @@ def launched(tmp_path, runs_dir):
     for stack in made:
         try:
             stack.down(volumes=True, timeout=10)  # compose down -v --remove-orphans
-        except Exception as exc:  # the test's own failure is the one to report
+        except BundleError as exc:  # the test's own failure is the one to report
             print(f"teardown of {stack.project}: {exc}")
 
 
@@ -101,7 +102,7 @@ def check_smoke(cfg, topology, record, capsys):
     data = latest_smoke(record.project)
     assert data["ok"] and data["topology"] == topology
     if topology == "pd":
-        step = [s for s in data["steps"] if s["name"] == "through prefill and decode"][0]
+        step = next(s for s in data["steps"] if s["name"] == "through prefill and decode")
         assert "prefill counted" in step["detail"] and "decode counted" in step["detail"], step
     set_knobs(record, topology, wrong_answers=True)
     capsys.readouterr()
