@@ -86,8 +86,34 @@ def first_generation(front: FrontDoor, prompt: str, *, timeout: float = 120.0) -
     return text
 
 
+class BackgroundUp:
+    """`compose up` in a thread: it blocks until depends_on's service_healthy conditions hold
+    (minutes of weight loading in pd), and the wait must show progress meanwhile."""
+
+    def __init__(self, stack):
+        import threading
+
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(stack,), daemon=True)
+        self._thread.start()
+
+    def _run(self, stack) -> None:
+        try:
+            stack.up()
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            self._error = exc
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+
 def wait_ready(stack, topology: str, front: FrontDoor, *, timeout: float, prompt: str,
-               expected_services: set[str], report: Callable[[str], None]) -> Readiness:
+               expected_services: set[str], report: Callable[[str], None],
+               starting: BackgroundUp | None = None) -> Readiness:
     start = time.monotonic()
     deadline = start + timeout
     last_seen: dict[str, str] = {}
@@ -101,6 +127,8 @@ def wait_ready(stack, topology: str, front: FrontDoor, *, timeout: float, prompt
         report(line)
 
     while True:
+        if starting is not None:
+            starting.raise_if_failed()
         views = _views(stack, topology, logs)
         for view in views:
             summary = view.describe()
@@ -108,7 +136,7 @@ def wait_ready(stack, topology: str, front: FrontDoor, *, timeout: float, prompt
                 last_seen[view.service] = summary
                 event(f"{view.service}: {summary}")
         missing = expected_services - {v.service for v in views}
-        if missing:
+        if missing and (starting is None or starting.done()):
             raise NotReady(f"containers never appeared: {', '.join(sorted(missing))}", services=views)
         for view in views:
             if view.health == "unhealthy":
@@ -120,7 +148,7 @@ def wait_ready(stack, topology: str, front: FrontDoor, *, timeout: float, prompt
             else:
                 exited_once.discard(view.service)
         servers_healthy = all(v.health == "healthy" for v in views if v.service != "router")
-        if servers_healthy:
+        if servers_healthy and not missing:
             ok, detail = _front_door_state(front, topology)
             if last_seen.get("front door") != detail:
                 last_seen["front door"] = detail

@@ -17,7 +17,7 @@ from bundle.durations import parse_duration
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.frontdoor import front_door
 from bundle.ports import is_free, owner
-from bundle.ready import NotReady, wait_ready
+from bundle.ready import BackgroundUp, NotReady, wait_ready
 from bundle.render import render
 
 HELP = "bring a topology up and wait until it truly serves (health, router pairing, one generation)"
@@ -88,12 +88,12 @@ def run(args: argparse.Namespace) -> int:
                   f"({'rehearsal: simulated workers' if args.rehearsal else rendered.env['BUNDLE_IMAGE']})")
     # 2. Start. From here on, a failure cleans up what this launch made.
     try:
-        stack.up()
+        starting = BackgroundUp(stack)
         with console.status("waiting for readiness...") if console.is_terminal else _nullcontext():
             ready = wait_ready(stack, topology, front, timeout=timeout,
                                prompt=dep.raw["smoke"]["checks"][0]["prompt"],
                                expected_services=SERVICES[topology],
-                               report=lambda line: console.print(line))
+                               report=lambda line: console.print(line), starting=starting)
     except (NotReady, BundleError, KeyboardInterrupt) as exc:
         saved = save_logs(stack, run_dir)
         if not args.keep_on_failure:
