@@ -80,12 +80,15 @@ def test_topology_comes_up_answers_and_benchmarks_as_configured(tmp_path, image,
         assert r.status_code == 200 and "Paris" in r.json()["choices"][0]["message"]["content"]
         host = "server" if topology == "tp4" else "router"
         result = bench(stack, tmp_path / "bench", host, concurrency=2, prompts=8, output_len=OUT_LEN)
+        print(f"\nbench {topology}: tpot {result['mean_tpot_ms']:.2f} ms (want {TPOT_MS}), ttft "
+              f"{result['mean_ttft_ms']:.1f} ms (want {TTFT_MS}), output {result['output_throughput']:.1f} tok/s")
         assert result["completed"] == 8
         assert result["total_output_tokens"] == 8 * OUT_LEN
         assert result["total_output_tokens_retokenized"] == result["total_output_tokens"]
         want = rehearsal.expected_bench(ttft_ms=TTFT_MS, tpot_ms=TPOT_MS, output_lens=[OUT_LEN] * 8,
                                         concurrency=2)
         assert result["mean_tpot_ms"] == pytest.approx(want["mean_tpot_ms"], rel=0.2)
+        print(f"  expected output {want['output_throughput']:.1f} tok/s")
         assert result["output_throughput"] == pytest.approx(want["output_throughput"], rel=0.2)
         if topology == "pd":
             # The request demonstrably passed prefill and decode: both count it.
