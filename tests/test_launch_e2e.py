@@ -1,0 +1,107 @@
+"""`bundle launch --rehearsal` end to end on the real engine: ready with progress, recorded, status,
+a malformed config that leaves a running stack alone, down that keeps volumes; and a launch that
+times out keeps its logs, stops what it started and exits non-zero."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+
+import pytest
+
+from bundle import docker, runstate
+from bundle.cli import main
+from bundle.errors import EXIT_CONFIG, EXIT_TIMEOUT
+from tests.conftest import write_config
+from tests.sim_process import free_port
+
+pytestmark = pytest.mark.docker
+
+
+def _inspect(kind: str, name: str) -> bool:
+    return subprocess.run(["docker", kind, "inspect", name], capture_output=True).returncode == 0
+
+
+def _container_ids(project: str) -> list[str]:
+    out = subprocess.run(["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={project}"],
+                         capture_output=True, text=True, check=True).stdout
+    return sorted(out.split())
+
+
+@pytest.fixture
+def project(runs_dir):
+    name = f"launch-{uuid.uuid4().hex[:6]}"
+    yield name
+    for topology in ("tp4", "pd"):  # whatever a failed assertion left behind
+        subprocess.run(["docker", "compose", "-p", f"{name}-{topology}", "down", "-v", "--remove-orphans"],
+                       capture_output=True)
+    subprocess.run(["docker", "volume", "rm", "-f", *_volumes(name)], capture_output=True)
+
+
+def _volumes(prefix: str) -> list[str]:
+    out = subprocess.run(["docker", "volume", "ls", "-q", "--filter", f"name={prefix}"],
+                         capture_output=True, text=True).stdout
+    return out.split()
+
+
+@pytest.mark.parametrize("topology", ["tp4", "pd"])
+def test_launch_is_ready_recorded_untouched_by_bad_config_and_down_keeps_volumes(
+        tmp_path, project, topology, capsys):
+    config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
+    assert main(["launch", topology, "--rehearsal", "-c", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "first generation through the front door" in out and "ready in" in out
+    assert "loading weights" in out  # progress followed the servers' log milestones
+    assert "endpoint: http://127.0.0.1:" in out and "curl -s" in out
+    compose_project = f"{project}-{topology}"
+    record = runstate.load(compose_project)
+    assert record.rehearsal and record.topology == topology
+    ready = json.loads((runstate.Path(record.run_dir) / "ready.json").read_text())
+    assert ready["seconds"] > 0 and ready["events"]
+
+    assert main(["status", topology, "-c", str(config), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["front_door"]["serving"] is True
+    assert {c["service"] for c in status["containers"]} == ({"server"} if topology == "tp4"
+                                                            else {"prefill", "decode", "router"})
+    assert all(c["health"] == "healthy" for c in status["containers"])
+
+    # A malformed config for the same project: refused before anything, the running stack untouched.
+    before = _container_ids(compose_project)
+    bad = write_config(tmp_path, f"project: {project}\nlevers:\n  cuda_graph: false\n", name="bad.yaml")
+    assert main(["launch", topology, "--rehearsal", "-c", str(bad)]) == EXIT_CONFIG
+    assert "did you mean 'cuda_graphs'" in capsys.readouterr().err
+    assert _container_ids(compose_project) == before
+
+    volume = f"{project}-jit-"
+    assert main(["down", topology, "-c", str(config)]) == 0
+    assert docker.project_containers(compose_project) == []
+    network = f"{compose_project}_pd" if topology == "pd" else f"{compose_project}_default"
+    assert not _inspect("network", network)
+    assert any(v.startswith(volume) for v in _volumes(volume)), "down without --volumes keeps the cache"
+
+
+def test_a_launch_that_times_out_keeps_logs_and_stops_what_it_started(tmp_path, project, capsys):
+    config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
+    code = main(["launch", "tp4", "--rehearsal", "-c", str(config), "--timeout", "25s",
+                 "--sim", "SIM_LOAD_SECONDS=600"])
+    assert code == EXIT_TIMEOUT
+    err = capsys.readouterr().err
+    assert "did not become ready: not ready after 25 s" in err
+    logs = sorted((tmp_path / "runs" / f"{project}-tp4").glob("*-launch/logs/server.log"))
+    assert logs, "the failed launch's logs are kept on disk"
+    state = json.loads((logs[-1].parent / "server.state.json").read_text())
+    assert state["state"] == "running" and state["health"] == "starting"  # as it was when given up
+    assert docker.project_containers(f"{project}-tp4") == []
+
+
+def test_a_worker_that_crashes_at_start_fails_the_launch_with_its_reason(tmp_path, project, capsys):
+    config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
+                                    f"lifecycle:\n  restart: 'no'\n")
+    code = main(["launch", "tp4", "--rehearsal", "-c", str(config), "--timeout", "5m",
+                 "--sim", "SIM_CRASH_AFTER_REQUESTS=1"])
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "server exited" in err or "server turned unhealthy" in err
+    assert docker.project_containers(f"{project}-tp4") == []
