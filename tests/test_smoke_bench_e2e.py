@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 import uuid
 
 import pytest
@@ -19,9 +18,6 @@ from bundle import attest, rehearsal, report, runstate
 from bundle.cli import main
 from bundle.config import load_config
 from bundle.errors import BundleError
-from bundle.frontdoor import front_door
-from bundle.ready import wait_ready
-from bundle.render import render
 from tests.conftest import write_config
 
 pytestmark = pytest.mark.docker
@@ -31,7 +27,6 @@ pytestmark = pytest.mark.docker
 TTFT_MS, TPOT_MS, OUT_LEN = 100.0, 20.0, 64
 # Each level is a fresh bench_serving container (tens of seconds to import on 2 cores): few levels.
 LEVELS = {"tp4": [1, 2], "pd": [2]}
-SERVICES = {"tp4": {"server"}, "pd": {"prefill", "decode", "router"}}
 
 
 def _free_port() -> int:
@@ -42,35 +37,23 @@ def _free_port() -> int:
 
 @pytest.fixture
 def launched(tmp_path, runs_dir):
-    """Bring a rehearsal topology up under its own project, as `bundle launch --rehearsal` does
-    (config -> render -> compose files + the overlay -> up -> true readiness -> launch record), and
-    always `down -v --remove-orphans` it."""
+    """`bundle launch <topology> --rehearsal` under its own project; always `down -v --remove-orphans`."""
     made = []
 
     def launch(topology: str):
         project = f"e2e-{topology}-{uuid.uuid4().hex[:6]}"
         cfg = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {_free_port()}\n")
         dep = load_config(cfg)
-        rendered = render(dep, topology, extra_env=rehearsal.env_values(rehearsal.ensure_image()))
-        rendered.compose_files = rehearsal.compose_files(topology)
-        record = runstate.LaunchRecord(
-            project=rendered.project, topology=topology, compose_files=[str(f) for f in rendered.compose_files],
-            env_file=str(rendered.env_file), rehearsal=True, config=str(cfg), started_at=time.time(),
-            run_dir=str(runstate.new_run_dir(rendered.project, "launch")))
-        runstate.save(record)
-        stack = record.stack()
-        made.append(stack)
-        stack.up()
-        wait_ready(stack, topology, front_door(dep), timeout=300, prompt=dep.raw["smoke"]["checks"][0]["prompt"],
-                   expected_services=SERVICES[topology], report=lambda line: None)
-        return cfg, dep, record
+        made.append(dep.project_name(topology))
+        assert main(["launch", topology, "--rehearsal", "-c", str(cfg)]) == 0
+        return cfg, dep, runstate.load(dep.project_name(topology))
 
     yield launch
-    for stack in made:
+    for project in made:
         try:
-            stack.down(volumes=True, timeout=10)  # compose down -v --remove-orphans
+            runstate.load(project).stack().down(volumes=True, timeout=10)  # down -v --remove-orphans
         except BundleError as exc:  # the test's own failure is the one to report
-            print(f"teardown of {stack.project}: {exc}")
+            print(f"teardown of {project}: {exc}")
 
 
 def set_knobs(record, topology: str, **knobs) -> None:
@@ -87,6 +70,9 @@ def latest_smoke(project: str) -> dict:
 
 
 def check_attestation(dep, topology, record):
+    saved = json.loads(max(runstate.project_dir(record.project).glob("*-launch/attestation.json"))
+                       .read_text())
+    assert saved["ok"] and {r["role"] for r in saved["records"]} == set(attest.expectations(dep, topology))
     result = attest.attest(dep, topology, None, stack=record.stack())
     assert result.ok, result.to_json()
     for rec in result.records:
