@@ -4,10 +4,17 @@
 
 For every shape (B in 1/8/32/64, H in 16/64, top-k 512/1024, with and without a 512-token extra
 cache) it builds one set of DSv4 paged FP8 inputs, checks both kernels against each other and
-against the float64 reference, then times each with `triton.testing.do_bench` (CUDA events, L2
-flushed before every call, median) and by replaying a CUDA graph of 20 back-to-back calls (what a
-decode step under SGLang's CUDA graphs looks like). An empty Triton kernel is timed the same way
-as the launch floor. `--sweep` also times the alternative launch configurations.
+against the float64 reference, then times each three ways, all with CUDA events:
+
+* gpu: one call captured in a CUDA graph, the graph replayed under `triton.testing.do_bench`
+  (L2 flushed before every replay, median). This is the call's GPU time, cold cache, as under
+  SGLang's decode CUDA graphs; the speed-ups and floors use it.
+* eager: the Python call itself under do_bench. Where the host takes longer to launch the call
+  than the GPU takes to run it (our two Triton launches, at small batch), this is host time.
+* b2b: 20 calls back to back in one graph, per call (warm L2, launch gaps hidden).
+
+An empty Triton kernel is timed the same three ways as the launch floor. `--sweep` also times the
+alternative launch configurations (gpu timing).
 """
 
 from __future__ import annotations
@@ -24,8 +31,8 @@ import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sglang_sm120_kernels import sparse_mla_decode as smd  # noqa: E402
-from sglang_sm120_kernels import testing  # noqa: E402
+from sglang_sm120_kernels import sparse_mla_decode as smd
+from sglang_sm120_kernels import testing
 
 SHAPES = [
     (b, h, k, x)
@@ -37,10 +44,12 @@ SHAPES = [
 
 SWEEP = {
     "default": smd.DEFAULT_CONFIG,
-    "h64-one-program": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=64),
+    "stages1": dataclasses.replace(smd.DEFAULT_CONFIG, num_stages=1),
+    "h16-8warps": dataclasses.replace(smd.DEFAULT_CONFIG, num_warps_h16=8),
     "bt16": dataclasses.replace(smd.DEFAULT_CONFIG, block_t=16),
+    "q-in-loop+no-len-wait": dataclasses.replace(smd.DEFAULT_CONFIG, q_in_loop=True, loop_to_len=False),
     "2-programs-per-sm": dataclasses.replace(smd.DEFAULT_CONFIG, target_programs_per_sm=2.0),
-    "stages2": dataclasses.replace(smd.DEFAULT_CONFIG, num_stages=2),
+    "h64-one-program": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=64),
 }
 
 
@@ -49,19 +58,35 @@ def _empty_kernel(x):
     pass
 
 
-def _graph_time_us(fn, calls: int = 20, replays: int = 20) -> float:
+def _capture(fn, calls: int) -> torch.cuda.CUDAGraph:
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        for _ in range(3):
+        for _ in range(3):  # compile and autotune outside the capture
             fn()
     torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(calls):
             fn()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def _bench_us(fn) -> float:
+    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1000.0
+
+
+def _gpu_us(fn) -> float:
+    """One call's GPU time: replay a one-call graph under do_bench (L2 flushed every time)."""
+    graph = _capture(fn, 1)
+    return _bench_us(graph.replay)
+
+
+def _b2b_us(fn, calls: int = 20, replays: int = 10) -> float:
+    graph = _capture(fn, calls)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(replays):
@@ -69,10 +94,6 @@ def _graph_time_us(fn, calls: int = 20, replays: int = 20) -> float:
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) * 1000.0 / (calls * replays)
-
-
-def _bench_us(fn) -> float:
-    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1000.0
 
 
 def _errors(out, lse, ref_out, ref_lse) -> tuple[float, float]:
@@ -88,8 +109,8 @@ def run(args) -> dict:
     props = torch.cuda.get_device_properties(0)
     sgl = testing.load_sglang_kernel_module()
     x = torch.zeros(1, device=dev)
-    empty_us = _bench_us(lambda: _empty_kernel[(1,)](x))
-    empty_graph_us = _graph_time_us(lambda: _empty_kernel[(1,)](x))
+    empty = lambda: _empty_kernel[(1,)](x)
+    empty_us, empty_gpu_us, empty_b2b_us = _bench_us(empty), _gpu_us(empty), _b2b_us(empty)
     meta = {
         "device": props.name,
         "sms": props.multi_processor_count,
@@ -97,8 +118,9 @@ def run(args) -> dict:
         "torch": torch.__version__,
         "triton": triton.__version__,
         "sglang_kernel_file": str(testing.find_sglang_kernel_file()),
-        "empty_launch_us": empty_us,
-        "empty_launch_graph_us": empty_graph_us,
+        "empty_eager_us": empty_us,
+        "empty_gpu_us": empty_gpu_us,
+        "empty_b2b_us": empty_b2b_us,
         "default_config": dataclasses.asdict(smd.DEFAULT_CONFIG),
         "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
@@ -111,8 +133,10 @@ def run(args) -> dict:
             num_pages=64, extra_num_pages=64, extra_page_size=64, sink=True,
         ).to(dev)  # fmt: skip
         args_ = case.args()
-        ours = lambda cfg=smd.DEFAULT_CONFIG: smd.sparse_mla_decode(*args_, config=cfg)  # noqa: E731
-        theirs = lambda: sgl.flash_mla_sparse_decode_triton(*args_)  # noqa: E731
+        ours = lambda cfg=smd.DEFAULT_CONFIG, st="partial+combine": smd.sparse_mla_decode(
+            *args_, config=cfg, _stages=st
+        )
+        theirs = lambda: sgl.flash_mla_sparse_decode_triton(*args_)
         o1, l1 = ours()
         o2, l2 = theirs()
         ref_o, ref_l = testing.reference_decode(
@@ -124,17 +148,20 @@ def run(args) -> dict:
         err_vs = _errors(o1, l1, o2[:, 0].double(), l2[..., 0].double())
         row = {
             "B": b, "H": h, "topk": k, "extra": xk,
-            "sglang_us": _bench_us(theirs),
-            "ours_us": _bench_us(ours),
-            "sglang_graph_us": _graph_time_us(theirs, calls=5, replays=5) if not args.no_graph else None,
-            "ours_graph_us": _graph_time_us(ours) if not args.no_graph else None,
+            "sglang_gpu_us": _gpu_us(theirs),
+            "ours_gpu_us": _gpu_us(ours),
+            "ours_partial_gpu_us": _gpu_us(lambda: ours(st="partial")),
+            "sglang_eager_us": _bench_us(theirs),
+            "ours_eager_us": _bench_us(ours),
+            "sglang_b2b_us": _b2b_us(theirs, calls=5, replays=3),
+            "ours_b2b_us": _b2b_us(ours),
             "ours_vs_ref_out": err_ours[0], "ours_vs_ref_lse": err_ours[1],
             "sglang_vs_ref_out": err_sgl[0], "sglang_vs_ref_lse": err_sgl[1],
             "ours_vs_sglang_out": err_vs[0], "ours_vs_sglang_lse": err_vs[1],
         }  # fmt: skip
         if args.sweep:
-            row["sweep_us"] = {name: _bench_us(lambda c=cfg: ours(c)) for name, cfg in SWEEP.items()}
-        row["speedup"] = row["sglang_us"] / row["ours_us"]
+            row["sweep_gpu_us"] = {name: _gpu_us(lambda c=cfg: ours(c)) for name, cfg in SWEEP.items()}
+        row["speedup"] = row["sglang_gpu_us"] / row["ours_gpu_us"]
         rows.append(row)
         print(json.dumps(row), flush=True)
     return {"meta": meta, "rows": rows}
@@ -142,35 +169,36 @@ def run(args) -> dict:
 
 def markdown(result: dict) -> str:
     m = result["meta"]
+    e = m["empty_gpu_us"]
     lines = [
         f"Measured on {m['device']} (sm_{m['capability'].replace('.', '')}, {m['sms']} SMs), torch {m['torch']}, "
-        f"triton {m['triton']}, {m['when']}.",
+        f"triton {m['triton']}, {m['when']}. Times in microseconds, medians.",
         "",
-        f"Empty Triton kernel launch: {m['empty_launch_us']:.2f} us (do_bench), "
-        f"{m['empty_launch_graph_us']:.2f} us per launch in a CUDA graph.",
+        f"Empty Triton kernel: gpu {e:.2f} us, eager {m['empty_eager_us']:.2f} us, "
+        f"b2b {m['empty_b2b_us']:.2f} us per launch.",
         "",
-        "| B | H | top-k | extra | SGLang us | ours us | speed-up | ours / empty | SGLang graph us | ours graph us "
-        "| out err ours/ref | out err SGLang/ref | lse err ours/ref | out err ours/SGLang |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| B | H | top-k | extra | SGLang gpu | ours gpu | speed-up | ours / empty | ours partial-kernel gpu "
+        "| SGLang eager | ours eager | SGLang b2b | ours b2b | out err ours/ref | out err SGLang/ref "
+        "| lse err ours/ref | out err ours/SGLang |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
-        g1 = f"{r['sglang_graph_us']:.1f}" if r.get("sglang_graph_us") else "-"
-        g2 = f"{r['ours_graph_us']:.1f}" if r.get("ours_graph_us") else "-"
         lines.append(
-            f"| {r['B']} | {r['H']} | {r['topk']} | {r['extra']} | {r['sglang_us']:.1f} | {r['ours_us']:.1f} "
-            f"| {r['speedup']:.1f}x | {r['ours_us'] / m['empty_launch_us']:.2f}x | {g1} | {g2} "
+            f"| {r['B']} | {r['H']} | {r['topk']} | {r['extra']} | {r['sglang_gpu_us']:.1f} | {r['ours_gpu_us']:.1f} "
+            f"| {r['speedup']:.1f}x | {r['ours_gpu_us'] / e:.2f}x | {r['ours_partial_gpu_us']:.1f} "
+            f"| {r['sglang_eager_us']:.1f} | {r['ours_eager_us']:.1f} | {r['sglang_b2b_us']:.1f} | {r['ours_b2b_us']:.1f} "
             f"| {r['ours_vs_ref_out']:.1e} | {r['sglang_vs_ref_out']:.1e} | {r['ours_vs_ref_lse']:.1e} "
             f"| {r['ours_vs_sglang_out']:.1e} |"
         )
-    if result["rows"] and "sweep_us" in result["rows"][0]:
-        names = list(result["rows"][0]["sweep_us"])
-        lines += ["", "Launch-configuration sweep (ours, us, do_bench median):", "",
+    if result["rows"] and "sweep_gpu_us" in result["rows"][0]:
+        names = list(result["rows"][0]["sweep_gpu_us"])
+        lines += ["", "Launch-configuration sweep (ours, gpu us):", "",
                   "| B | H | top-k | extra | " + " | ".join(names) + " |",
                   "|---|---|---|---|" + "---|" * len(names)]  # fmt: skip
         for r in result["rows"]:
             lines.append(
                 f"| {r['B']} | {r['H']} | {r['topk']} | {r['extra']} | "
-                + " | ".join(f"{r['sweep_us'][n]:.1f}" for n in names) + " |"
+                + " | ".join(f"{r['sweep_gpu_us'][n]:.1f}" for n in names) + " |"
             )
     return "\n".join(lines) + "\n"
 
@@ -181,7 +209,6 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", type=Path, help="write the results table here")
     ap.add_argument("--sweep", action="store_true", help="also time the alternative launch configurations")
     ap.add_argument("--quick", action="store_true", help="B in {1, 32} only")
-    ap.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph timings")
     ns = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to time", file=sys.stderr)

@@ -123,15 +123,16 @@ def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
                 smd._sparse_mla_partial_kernel,
                 _PARTIAL_ARGS,
                 dict(HAS_LEN=True, HAS_EXTRA=has_extra, HAS_XLEN=has_extra, BLOCK_H=block_h,
-                     BLOCK_T=config.block_t, EMULATE_DOT=False),
-                config.num_warps_h64 if block_h >= 64 else config.num_warps_h16,
+                     BLOCK_T=config.block_t, EMULATE_DOT=False, Q_IN_LOOP=config.q_in_loop,
+                     LOOP_TO_LEN=config.loop_to_len),
+                config.num_warps_h64 if block_h >= 32 else config.num_warps_h16,
                 config.num_stages,
             )  # fmt: skip
     yield (
         "S32",
         smd._sparse_mla_combine_kernel,
         _COMBINE_ARGS,
-        dict(HAS_SINK=True, S_PAD=32, BLOCK_H=config.combine_block_h),
+        dict(HAS_SINK=True, S_BLOCK=32, BLOCK_D=config.combine_block_d),
         4,
         1,
     )
@@ -145,7 +146,7 @@ def compile_all(arch: int = 120, config: smd.DecodeConfig = smd.DEFAULT_CONFIG) 
         k = _compile_one(fn, args, constexprs, target, num_warps, num_stages)
         # The cubin is ptxas's work for exactly this target; it fails to build if ptxas rejects it.
         assert k.asm["cubin"], "no cubin produced"
-        target_line = re.search(r"^\.target\s+(\S+)", k.asm["ptx"], re.M).group(1)
+        target_line = re.search(r"^\.target\s+(\S+)", k.asm["ptx"], re.MULTILINE).group(1)
         ptxas = _ptxas_report(k.asm["ptx"], target_line, arch)
         sass = _sass_mnemonics(k.asm["cubin"])
         tc = sum(v for name, v in sass.items() if "MMA" in name)

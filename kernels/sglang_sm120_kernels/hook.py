@@ -21,7 +21,7 @@ import importlib.machinery
 import logging
 import os
 import sys
-from typing import Callable, Optional
+from collections.abc import Callable
 
 ENV_VAR = "BUNDLE_SPARSE_MLA_OVERLAY"
 TARGET_MODULE = "sglang.kernels.ops.attention.flash_mla_sm120_triton"
@@ -59,7 +59,7 @@ def make_replacement(original: Callable) -> Callable:
         if reason is None:
             return smd.sparse_mla_decode(
                 q, k_cache, indices, topk_length, attn_sink, head_dim_v, softmax_scale,
-                extra_k_cache, extra_indices, extra_topk_length,
+                extra_k_cache, extra_indices, extra_topk_length, check=False,
             )  # fmt: skip
         if reason not in seen_reasons:
             seen_reasons.add(reason)
@@ -114,7 +114,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-_finder: Optional[_PatchOnImport] = None
+_finder: _PatchOnImport | None = None
 
 
 def install(environ=None) -> bool:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 import torch
 import triton
@@ -53,9 +52,12 @@ class DecodeConfig:
     max_block_h: int = 32
     num_warps_h16: int = 4
     num_warps_h64: int = 8  # for head blocks of 32 or 64
-    num_stages: int = 1
+    num_stages: int = 2  # software-pipelines the next tile's gathers behind this tile's math
     target_programs_per_sm: float = 1.0
-    combine_block_h: int = 16
+    q_in_loop: bool = False
+    loop_to_len: bool = True
+    combine_block_d: int = 128
+    combine_max_splits_per_step: int = 64
 
 
 DEFAULT_CONFIG = DecodeConfig()
@@ -86,6 +88,14 @@ def _nope_chunk(kv_ptr, data, expo8, valid, col, G: tl.constexpr, EMULATE_DOT: t
 
 
 @triton.jit
+def _load_q(q_row, col, h_ok, G: tl.constexpr, EMULATE_DOT: tl.constexpr):
+    q = tl.load(q_row + G * 64 + col[None, :], mask=h_ok[:, None], other=0.0)
+    if EMULATE_DOT:
+        q = q.to(tl.float32)
+    return q
+
+
+@triton.jit
 def _attend_tiles(
     q0, q1, q2, q3, q4, q5, q6, qr,
     m_i, l_i,
@@ -98,8 +108,11 @@ def _attend_tiles(
     tile_lo,
     tile_hi,
     qk_scale_log2,
+    q_row,
+    h_ok,
     BLOCK_T: tl.constexpr,
     EMULATE_DOT: tl.constexpr,
+    Q_IN_LOOP: tl.constexpr,
 ):
     """Online softmax over tiles [tile_lo, tile_hi) of one query's top-k, all heads at once.
 
@@ -133,15 +146,27 @@ def _attend_tiles(
         kr = tl.load(rope_ptr[:, None] + col[None, :], mask=valid[:, None], other=0.0)
         if EMULATE_DOT:
             kr = kr.to(tl.float32)
+        if Q_IN_LOOP:
+            # Issued after the index load, so the two DRAM trips overlap instead of queueing.
+            c0 = _load_q(q_row, col, h_ok, 0, EMULATE_DOT)
+            c1 = _load_q(q_row, col, h_ok, 1, EMULATE_DOT)
+            c2 = _load_q(q_row, col, h_ok, 2, EMULATE_DOT)
+            c3 = _load_q(q_row, col, h_ok, 3, EMULATE_DOT)
+            c4 = _load_q(q_row, col, h_ok, 4, EMULATE_DOT)
+            c5 = _load_q(q_row, col, h_ok, 5, EMULATE_DOT)
+            c6 = _load_q(q_row, col, h_ok, 6, EMULATE_DOT)
+            cr = _load_q(q_row, col, h_ok, 7, EMULATE_DOT)
+        else:
+            c0, c1, c2, c3, c4, c5, c6, cr = q0, q1, q2, q3, q4, q5, q6, qr
 
-        s = _mma(q0, tl.trans(k0), EMULATE_DOT)
-        s += _mma(q1, tl.trans(k1), EMULATE_DOT)
-        s += _mma(q2, tl.trans(k2), EMULATE_DOT)
-        s += _mma(q3, tl.trans(k3), EMULATE_DOT)
-        s += _mma(q4, tl.trans(k4), EMULATE_DOT)
-        s += _mma(q5, tl.trans(k5), EMULATE_DOT)
-        s += _mma(q6, tl.trans(k6), EMULATE_DOT)
-        s += _mma(qr, tl.trans(kr), EMULATE_DOT)
+        s = _mma(c0, tl.trans(k0), EMULATE_DOT)
+        s += _mma(c1, tl.trans(k1), EMULATE_DOT)
+        s += _mma(c2, tl.trans(k2), EMULATE_DOT)
+        s += _mma(c3, tl.trans(k3), EMULATE_DOT)
+        s += _mma(c4, tl.trans(k4), EMULATE_DOT)
+        s += _mma(c5, tl.trans(k5), EMULATE_DOT)
+        s += _mma(c6, tl.trans(k6), EMULATE_DOT)
+        s += _mma(cr, tl.trans(kr), EMULATE_DOT)
         s = tl.where(valid[None, :], s * qk_scale_log2, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp2(m_i - m_new)
@@ -161,14 +186,6 @@ def _attend_tiles(
         ar = ar * al + _mma(p, kr, EMULATE_DOT)
         m_i = m_new
     return m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar
-
-
-@triton.jit
-def _load_q(q_row, col, h_ok, G: tl.constexpr, EMULATE_DOT: tl.constexpr):
-    q = tl.load(q_row + G * 64 + col[None, :], mask=h_ok[:, None], other=0.0)
-    if EMULATE_DOT:
-        q = q.to(tl.float32)
-    return q
 
 
 @triton.jit
@@ -208,6 +225,8 @@ def _sparse_mla_partial_kernel(
     BLOCK_H: tl.constexpr,
     BLOCK_T: tl.constexpr,
     EMULATE_DOT: tl.constexpr,
+    Q_IN_LOOP: tl.constexpr,
+    LOOP_TO_LEN: tl.constexpr,
 ):
     """One program: every head of one query block over one split of the top-k.
 
@@ -222,14 +241,17 @@ def _sparse_mla_partial_kernel(
     col = tl.arange(0, 64)
 
     q_row = q_ptr + b.to(tl.int64) * stride_qb + heads[:, None] * stride_qh
-    q0 = _load_q(q_row, col, h_ok, 0, EMULATE_DOT)
-    q1 = _load_q(q_row, col, h_ok, 1, EMULATE_DOT)
-    q2 = _load_q(q_row, col, h_ok, 2, EMULATE_DOT)
-    q3 = _load_q(q_row, col, h_ok, 3, EMULATE_DOT)
-    q4 = _load_q(q_row, col, h_ok, 4, EMULATE_DOT)
-    q5 = _load_q(q_row, col, h_ok, 5, EMULATE_DOT)
-    q6 = _load_q(q_row, col, h_ok, 6, EMULATE_DOT)
-    qr = _load_q(q_row, col, h_ok, 7, EMULATE_DOT)
+    if Q_IN_LOOP:
+        q0, q1, q2, q3, q4, q5, q6, qr = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0  # loaded per tile instead
+    else:
+        q0 = _load_q(q_row, col, h_ok, 0, EMULATE_DOT)
+        q1 = _load_q(q_row, col, h_ok, 1, EMULATE_DOT)
+        q2 = _load_q(q_row, col, h_ok, 2, EMULATE_DOT)
+        q3 = _load_q(q_row, col, h_ok, 3, EMULATE_DOT)
+        q4 = _load_q(q_row, col, h_ok, 4, EMULATE_DOT)
+        q5 = _load_q(q_row, col, h_ok, 5, EMULATE_DOT)
+        q6 = _load_q(q_row, col, h_ok, 6, EMULATE_DOT)
+        qr = _load_q(q_row, col, h_ok, 7, EMULATE_DOT)
 
     m_i = tl.full([BLOCK_H], -1.0e30, tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
@@ -247,11 +269,13 @@ def _sparse_mla_partial_kernel(
         if HAS_LEN:
             n_valid = tl.maximum(tl.minimum(tl.load(len_ptr + b).to(tl.int32), topk), 0)
         tile_lo = sp * tiles_per_split
-        tile_hi = tl.minimum(tile_lo + tiles_per_split, tl.cdiv(n_valid, BLOCK_T))
+        # LOOP_TO_LEN stops at topk_length (skips empty tiles, but the loop waits for that load);
+        # otherwise topk_length only masks, and the first index load need not wait for it.
+        tile_hi = tl.minimum(tile_lo + tiles_per_split, tl.cdiv(n_valid if LOOP_TO_LEN else topk, BLOCK_T))
         m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar = _attend_tiles(
             q0, q1, q2, q3, q4, q5, q6, qr, m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar,
             kv_ptr, idx_ptr + b.to(tl.int64) * stride_ib, n_valid, page_size, page_bytes,
-            tile_lo, tile_hi, qk_scale_log2, BLOCK_T, EMULATE_DOT,
+            tile_lo, tile_hi, qk_scale_log2, q_row, h_ok, BLOCK_T, EMULATE_DOT, Q_IN_LOOP,
         )  # fmt: skip
     else:
         if HAS_EXTRA:
@@ -259,11 +283,11 @@ def _sparse_mla_partial_kernel(
             if HAS_XLEN:
                 n_valid = tl.maximum(tl.minimum(tl.load(xlen_ptr + b).to(tl.int32), xtopk), 0)
             tile_lo = (sp - n_split) * tiles_per_split
-            tile_hi = tl.minimum(tile_lo + tiles_per_split, tl.cdiv(n_valid, BLOCK_T))
+            tile_hi = tl.minimum(tile_lo + tiles_per_split, tl.cdiv(n_valid if LOOP_TO_LEN else xtopk, BLOCK_T))
             m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar = _attend_tiles(
                 q0, q1, q2, q3, q4, q5, q6, qr, m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar,
                 xkv_ptr, xidx_ptr + b.to(tl.int64) * stride_xib, n_valid, xpage_size, xpage_bytes,
-                tile_lo, tile_hi, qk_scale_log2, BLOCK_T, EMULATE_DOT,
+                tile_lo, tile_hi, qk_scale_log2, q_row, h_ok, BLOCK_T, EMULATE_DOT, Q_IN_LOOP,
             )  # fmt: skip
 
     has_mass = l_i > 0.0
@@ -294,48 +318,56 @@ def _sparse_mla_combine_kernel(
     H,
     n_split_total,
     HAS_SINK: tl.constexpr,
-    S_PAD: tl.constexpr,
-    BLOCK_H: tl.constexpr,
+    S_BLOCK: tl.constexpr,
+    BLOCK_D: tl.constexpr,
 ):
-    """Merge a query's splits by LSE, add the sink to the denominator, write bf16 out and LSE."""
-    b = tl.program_id(0)
-    hb = tl.program_id(1)
-    heads = hb * BLOCK_H + tl.arange(0, BLOCK_H)
-    h_ok = heads < H
-    splits = tl.arange(0, S_PAD)
-    first_row = (b * n_split_total).to(tl.int64)
-    lse = tl.load(
-        lse_part_ptr + (first_row + splits[:, None]) * H + heads[None, :],
-        mask=(splits[:, None] < n_split_total) & h_ok[None, :],
-        other=float("-inf"),
-    )
-    m = tl.max(lse, 0)
+    """Merge one (query, head)'s splits by LSE, add the sink to the denominator, write bf16 out
+    (BLOCK_D columns of it) and the LSE.
+
+    Grid (batch * heads, 512 / BLOCK_D): many small programs with plain 2-D loads, because at
+    batch 1 this kernel is pure latency (a head-block version with 3-D tiles took 10 us there).
+    """
+    bh = tl.program_id(0)
+    db = tl.program_id(1)
+    b = bh // H
+    h = bh % H
+    splits = tl.arange(0, S_BLOCK)
+    first = (b * n_split_total).to(tl.int64)
+
+    m = tl.full([S_BLOCK], float("-inf"), tl.float32)
+    for s0 in range(0, n_split_total, S_BLOCK):
+        ok = (s0 + splits) < n_split_total
+        m = tl.maximum(m, tl.load(lse_part_ptr + (first + s0 + splits) * H + h, mask=ok, other=float("-inf")))
+    m_row = tl.max(m, 0)
     if HAS_SINK:
-        sink2 = tl.load(sink_ptr + heads, mask=h_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
-        m = tl.maximum(m, sink2)
-    m = tl.where(m == float("-inf"), 0.0, m)
-    total = tl.sum(tl.exp2(lse - m[None, :]), 0)
+        sink2 = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634
+        m_row = tl.maximum(m_row, sink2)
+    m_row = tl.where(m_row == float("-inf"), 0.0, m_row)
+
+    d = db * BLOCK_D + tl.arange(0, BLOCK_D)
+    acc = tl.zeros([BLOCK_D], tl.float32)
+    total = tl.zeros([S_BLOCK], tl.float32)
+    for s0 in range(0, n_split_total, S_BLOCK):
+        ok = (s0 + splits) < n_split_total
+        rows = (first + s0 + splits) * H + h
+        w = tl.exp2(tl.load(lse_part_ptr + rows, mask=ok, other=float("-inf")) - m_row)
+        o = tl.load(o_part_ptr + rows[:, None] * 512 + d[None, :], mask=ok[:, None], other=0.0)
+        acc += tl.sum(w[:, None] * o, 0)
+        total += w
+    total_row = tl.sum(total, 0)
     if HAS_SINK:
-        total += tl.exp2(sink2 - m)
+        total_row += tl.exp2(sink2 - m_row)
 
-    d = tl.arange(0, 512)
-    acc = tl.zeros([BLOCK_H, 512], tl.float32)
-    for s in range(0, n_split_total):
-        row = (first_row + s) * H + heads
-        w = tl.exp2(tl.load(lse_part_ptr + row, mask=h_ok, other=float("-inf")) - m)
-        o = tl.load(o_part_ptr + row[:, None] * 512 + d[None, :], mask=h_ok[:, None], other=0.0)
-        acc += w[:, None] * o
-
-    has_mass = total > 0.0
-    inv = tl.where(has_mass, 1.0 / tl.where(has_mass, total, 1.0), 0.0)
-    out = acc * inv[:, None]
-    lse_out = tl.where(has_mass, (m + tl.log2(tl.where(has_mass, total, 1.0))) * 0.6931471805599453, float("-inf"))
-    o_ptrs = out_ptr + b.to(tl.int64) * stride_ob + heads[:, None] * stride_oh + d[None, :]
-    tl.store(o_ptrs, out.to(tl.bfloat16), mask=h_ok[:, None])
-    tl.store(lse_out_ptr + b.to(tl.int64) * H + heads, lse_out, mask=h_ok)
+    has_mass = total_row > 0.0
+    safe_total = tl.where(has_mass, total_row, 1.0)
+    inv = tl.where(has_mass, 1.0 / safe_total, 0.0)
+    tl.store(out_ptr + b.to(tl.int64) * stride_ob + h * stride_oh + d, (acc * inv).to(tl.bfloat16))
+    if db == 0:
+        lse_out = tl.where(has_mass, (m_row + tl.log2(safe_total)) * 0.6931471805599453, float("-inf"))
+        tl.store(lse_out_ptr + bh, lse_out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _num_sms(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
@@ -344,9 +376,9 @@ def unsupported_reason(
     q: torch.Tensor,
     k_cache: torch.Tensor,
     indices: torch.Tensor,
-    extra_k_cache: Optional[torch.Tensor] = None,
-    extra_indices: Optional[torch.Tensor] = None,
-) -> Optional[str]:
+    extra_k_cache: torch.Tensor | None = None,
+    extra_indices: torch.Tensor | None = None,
+) -> str | None:
     """Why these inputs are outside what this kernel implements, or None if it takes them.
 
     The start-up hook hands anything outside (V4.1 caches of 528/288 bytes per token, other head
@@ -382,91 +414,109 @@ def _rows(indices: torch.Tensor, batch: int) -> torch.Tensor:
     return flat if flat.stride(-1) == 1 else flat.contiguous()
 
 
+@dataclass
+class _Plan:
+    B: int
+    H: int
+    block_h: int
+    n_hblocks: int
+    n_split: int
+    n_split_total: int
+    tiles_per_split: int
+    num_warps: int
+
+
+def _plan(q, rows, xtopk: int, config: DecodeConfig, tiles_per_split: int | None) -> _Plan:
+    B, _, H, _ = q.shape
+    block_h = min(config.max_block_h, max(16, triton.next_power_of_2(H)))
+    n_hblocks = triton.cdiv(H, block_h)
+    tiles = triton.cdiv(rows.shape[1], config.block_t)
+    xtiles = triton.cdiv(xtopk, config.block_t)
+    if tiles_per_split is None:
+        dev = q.device
+        sms = 8 if dev.type != "cuda" else _num_sms(dev.index if dev.index is not None else torch.cuda.current_device())
+        target = max(1, int(sms * config.target_programs_per_sm))
+        tiles_per_split = max(1, math.ceil(B * n_hblocks * (tiles + xtiles) / target))
+    n_split = max(1, triton.cdiv(tiles, tiles_per_split))
+    n_xsplit = max(1, triton.cdiv(xtiles, tiles_per_split)) if xtopk else 0
+    num_warps = config.num_warps_h64 if block_h >= 32 else config.num_warps_h16
+    return _Plan(B, H, block_h, n_hblocks, n_split, n_split + n_xsplit, tiles_per_split, num_warps)
+
+
 def sparse_mla_decode(
     q: torch.Tensor,
     k_cache: torch.Tensor,
     indices: torch.Tensor,
-    topk_length: Optional[torch.Tensor],
-    attn_sink: Optional[torch.Tensor],
+    topk_length: torch.Tensor | None,
+    attn_sink: torch.Tensor | None,
     head_dim_v: int,
-    softmax_scale: Optional[float],
-    extra_k_cache: Optional[torch.Tensor] = None,
-    extra_indices: Optional[torch.Tensor] = None,
-    extra_topk_length: Optional[torch.Tensor] = None,
+    softmax_scale: float | None,
+    extra_k_cache: torch.Tensor | None = None,
+    extra_indices: torch.Tensor | None = None,
+    extra_topk_length: torch.Tensor | None = None,
     *,
     config: DecodeConfig = DEFAULT_CONFIG,
-    tiles_per_split: Optional[int] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
+    tiles_per_split: int | None = None,
+    check: bool = True,
+    _stages: str = "partial+combine",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Sparse MLA decode; returns (out [B, 1, H, 512] bf16, lse [B, H, 1] fp32), like SGLang's.
 
     `tiles_per_split` (tests, tuning) fixes how many BLOCK_T-token tiles one program walks;
     by default it is chosen so the grid is about `target_programs_per_sm` programs per SM.
+    `check=False` skips the input validation (the start-up hook has already done it).
     """
-    reason = unsupported_reason(q, k_cache, indices, extra_k_cache, extra_indices)
-    if reason is not None:
-        raise ValueError(reason)
+    if check:
+        reason = unsupported_reason(q, k_cache, indices, extra_k_cache, extra_indices)
+        if reason is not None:
+            raise ValueError(reason)
     if softmax_scale is None:
         softmax_scale = q.shape[-1] ** (-0.5)
     B, _, H, D = q.shape
     device = q.device
-    emulate = device.type != "cuda"
     has_extra = extra_k_cache is not None and extra_indices is not None
 
     rows = _rows(indices, B)
-    topk = rows.shape[1]
-    if has_extra:
-        xrows = _rows(extra_indices, B)
-        xtopk = xrows.shape[1]
-    else:
-        xrows, xtopk = rows, 0
-
-    block_t = config.block_t
-    block_h = min(config.max_block_h, max(16, triton.next_power_of_2(H)))
-    n_hblocks = triton.cdiv(H, block_h)
-    tiles = triton.cdiv(topk, block_t)
-    xtiles = triton.cdiv(xtopk, block_t) if has_extra else 0
-    if tiles_per_split is None:
-        sms = 8 if emulate else _num_sms(device.index if device.index is not None else torch.cuda.current_device())
-        target = max(1, int(sms * config.target_programs_per_sm))
-        tiles_per_split = max(1, math.ceil(B * n_hblocks * (tiles + xtiles) / target))
-    n_split = max(1, triton.cdiv(tiles, tiles_per_split))
-    n_xsplit = max(1, triton.cdiv(xtiles, tiles_per_split)) if has_extra else 0
-    n_split_total = n_split + n_xsplit
+    xrows = _rows(extra_indices, B) if has_extra else rows
+    xtopk = xrows.shape[1] if has_extra else 0
+    plan = _plan(q, rows, xtopk, config, tiles_per_split)
 
     kv = _flat_bytes(k_cache)
     xkv = _flat_bytes(extra_k_cache) if has_extra else kv
-    o_part = torch.empty(B, n_split_total, H, HEAD_DIM, dtype=torch.float32, device=device)
-    lse_part = torch.empty(B, n_split_total, H, dtype=torch.float32, device=device)
+    o_part = torch.empty(B, plan.n_split_total, H, HEAD_DIM, dtype=torch.float32, device=device)
+    lse_part = torch.empty(B, plan.n_split_total, H, dtype=torch.float32, device=device)
     out = torch.empty(B, 1, H, D, dtype=torch.bfloat16, device=device)
     lse = torch.empty(B, 1, H, dtype=torch.float32, device=device)
 
-    num_warps = config.num_warps_h64 if block_h >= 32 else config.num_warps_h16
-    _sparse_mla_partial_kernel[(B, n_split_total, n_hblocks)](
-        q, q.stride(0), q.stride(2), H,
-        kv, rows, rows.stride(0), topk_length if topk_length is not None else rows, topk,
-        k_cache.shape[1], k_cache.stride(0), n_split,
-        xkv, xrows, xrows.stride(0),
-        extra_topk_length if (has_extra and extra_topk_length is not None) else rows, xtopk,
-        extra_k_cache.shape[1] if has_extra else 1, extra_k_cache.stride(0) if has_extra else 1,
-        o_part, lse_part, n_split_total, tiles_per_split, float(softmax_scale) * _LOG2E,
-        HAS_LEN=topk_length is not None,
-        HAS_EXTRA=has_extra,
-        HAS_XLEN=has_extra and extra_topk_length is not None,
-        BLOCK_H=block_h,
-        BLOCK_T=block_t,
-        EMULATE_DOT=emulate,
-        num_warps=num_warps,
-        num_stages=config.num_stages,
-    )  # fmt: skip
-    cbh = min(config.combine_block_h, block_h)
-    _sparse_mla_combine_kernel[(B, triton.cdiv(H, cbh))](
-        o_part, lse_part, attn_sink if attn_sink is not None else lse_part,
-        out, out.stride(0), out.stride(2), lse, H, n_split_total,
-        HAS_SINK=attn_sink is not None,
-        S_PAD=triton.next_power_of_2(n_split_total),
-        BLOCK_H=cbh,
-        num_warps=4,
-    )  # fmt: skip
+    if "partial" in _stages:
+        _sparse_mla_partial_kernel[(B, plan.n_split_total, plan.n_hblocks)](
+            q, q.stride(0), q.stride(2), H,
+            kv, rows, rows.stride(0), topk_length if topk_length is not None else rows, rows.shape[1],
+            k_cache.shape[1], k_cache.stride(0), plan.n_split,
+            xkv, xrows, xrows.stride(0),
+            extra_topk_length if (has_extra and extra_topk_length is not None) else rows, xtopk,
+            extra_k_cache.shape[1] if has_extra else 1, extra_k_cache.stride(0) if has_extra else 1,
+            o_part, lse_part, plan.n_split_total, plan.tiles_per_split, float(softmax_scale) * _LOG2E,
+            HAS_LEN=topk_length is not None,
+            HAS_EXTRA=has_extra,
+            HAS_XLEN=has_extra and extra_topk_length is not None,
+            BLOCK_H=plan.block_h,
+            BLOCK_T=config.block_t,
+            EMULATE_DOT=device.type != "cuda",
+            Q_IN_LOOP=config.q_in_loop,
+            LOOP_TO_LEN=config.loop_to_len,
+            num_warps=plan.num_warps,
+            num_stages=config.num_stages,
+        )  # fmt: skip
+    if "combine" in _stages:
+        _sparse_mla_combine_kernel[(B * H, HEAD_DIM // config.combine_block_d)](
+            o_part, lse_part, attn_sink if attn_sink is not None else lse_part,
+            out, out.stride(0), out.stride(2), lse, H, plan.n_split_total,
+            HAS_SINK=attn_sink is not None,
+            S_BLOCK=min(config.combine_max_splits_per_step, triton.next_power_of_2(plan.n_split_total)),
+            BLOCK_D=config.combine_block_d,
+            num_warps=4,
+        )  # fmt: skip
     return out, lse.permute(0, 2, 1)
 
 
@@ -474,14 +524,14 @@ def flash_mla_sparse_decode_triton(
     q: torch.Tensor,
     k_cache: torch.Tensor,
     indices: torch.Tensor,
-    topk_length: Optional[torch.Tensor],
-    attn_sink: Optional[torch.Tensor],
+    topk_length: torch.Tensor | None,
+    attn_sink: torch.Tensor | None,
     head_dim_v: int,
     softmax_scale: float,
-    extra_k_cache: Optional[torch.Tensor] = None,
-    extra_indices: Optional[torch.Tensor] = None,
-    extra_topk_length: Optional[torch.Tensor] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
+    extra_k_cache: torch.Tensor | None = None,
+    extra_indices: torch.Tensor | None = None,
+    extra_topk_length: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """SGLang's signature, parameter for parameter: what the start-up hook installs."""
     return sparse_mla_decode(
         q, k_cache, indices, topk_length, attn_sink, head_dim_v, softmax_scale,

@@ -12,7 +12,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Optional
 
 import torch
 
@@ -78,12 +77,12 @@ def reference_decode(
     q: torch.Tensor,
     k_cache: torch.Tensor,
     indices: torch.Tensor,
-    topk_length: Optional[torch.Tensor],
-    attn_sink: Optional[torch.Tensor],
+    topk_length: torch.Tensor | None,
+    attn_sink: torch.Tensor | None,
     softmax_scale: float,
-    extra_k_cache: Optional[torch.Tensor] = None,
-    extra_indices: Optional[torch.Tensor] = None,
-    extra_topk_length: Optional[torch.Tensor] = None,
+    extra_k_cache: torch.Tensor | None = None,
+    extra_indices: torch.Tensor | None = None,
+    extra_topk_length: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Plain float64 sparse attention with SGLang's Triton-path semantics.
 
@@ -129,12 +128,12 @@ class DecodeCase:
     q: torch.Tensor
     k_cache: torch.Tensor
     indices: torch.Tensor
-    topk_length: Optional[torch.Tensor]
-    attn_sink: Optional[torch.Tensor]
+    topk_length: torch.Tensor | None
+    attn_sink: torch.Tensor | None
     softmax_scale: float
-    extra_k_cache: Optional[torch.Tensor] = None
-    extra_indices: Optional[torch.Tensor] = None
-    extra_topk_length: Optional[torch.Tensor] = None
+    extra_k_cache: torch.Tensor | None = None
+    extra_indices: torch.Tensor | None = None
+    extra_topk_length: torch.Tensor | None = None
 
     def args(self) -> tuple:
         return (
@@ -142,7 +141,7 @@ class DecodeCase:
             self.softmax_scale, self.extra_k_cache, self.extra_indices, self.extra_topk_length,
         )  # fmt: skip
 
-    def to(self, device: str) -> "DecodeCase":
+    def to(self, device: str) -> DecodeCase:
         """The same case on `device`; caches keep their padded page view (stride(0) = page bytes)."""
 
         def move(t):
@@ -182,7 +181,7 @@ def make_case(
         drop = torch.rand(batch, 1, k, generator=g) < invalid_frac
         return idx.masked_fill(drop, -1)
 
-    def _lengths(k: int) -> Optional[torch.Tensor]:
+    def _lengths(k: int) -> torch.Tensor | None:
         if lengths == "none":
             return None
         if lengths == "full":
@@ -215,7 +214,7 @@ def find_sglang_kernel_file() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / SGLANG_KERNEL_RELPATH
 
 
-def load_sglang_kernel_module(path: Optional[Path] = None, *, fixed_block_t: Optional[int] = None) -> ModuleType:
+def load_sglang_kernel_module(path: Path | None = None, *, fixed_block_t: int | None = None) -> ModuleType:
     """SGLang's kernel module, loaded from its file under a private name (it needs only torch and
     triton, so sglang's own import chain is skipped).
 

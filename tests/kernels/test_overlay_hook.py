@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from sglang_sm120_kernels import hook
+from sglang_sm120_kernels import hook, testing
 from sglang_sm120_kernels import sparse_mla_decode as smd
-from sglang_sm120_kernels import testing
 
 pytestmark = pytest.mark.contract
 
@@ -31,7 +29,7 @@ def test_pinned_sglang_has_the_patch_point_with_our_signature():
     theirs = inspect.signature(getattr(module, hook.TARGET_ATTR))
     ours = inspect.signature(smd.flash_mla_sparse_decode_triton)
     replacement = inspect.signature(hook.make_replacement(getattr(module, hook.TARGET_ATTR)))
-    describe = lambda sig: [(p.name, p.kind, p.default) for p in sig.parameters.values()]  # noqa: E731
+    describe = lambda sig: [(p.name, p.kind, p.default) for p in sig.parameters.values()]
     assert describe(theirs) == describe(ours) == describe(replacement)
     assert Path(module.__file__).as_posix().endswith("sglang/" + testing.SGLANG_KERNEL_RELPATH.as_posix())
 

@@ -5,11 +5,11 @@ Small cases run everywhere (Triton's interpreter on a CPU, the GPU when there is
 Bounds from issue 6: output max abs error <= 1e-2, LSE max abs error <= 1e-3.
 """
 
+import dataclasses
 import math
 
 import pytest
 import torch
-
 from sglang_sm120_kernels import sparse_mla_decode as smd
 from sglang_sm120_kernels import testing
 
@@ -107,6 +107,21 @@ def test_the_top_k_split_does_not_change_the_answer(device):
     out4, lse4 = _ours(case, tiles_per_split=4)
     assert (out1.float() - out4.float()).abs().max() <= 8e-3
     assert (lse1 - lse4).abs().max() <= 1e-5
+    # The merge walks the 6 splits two at a time: same answer as all at once.
+    stepped = dataclasses.replace(smd.DEFAULT_CONFIG, combine_max_splits_per_step=2, combine_block_d=64)
+    out_s, lse_s = _ours(case, tiles_per_split=1, config=stepped)
+    assert (out1.float() - out_s.float()).abs().max() <= 8e-3
+    assert (lse1 - lse_s).abs().max() <= 1e-5
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [dict(q_in_loop=True, loop_to_len=False), dict(num_stages=1, block_t=16), dict(max_block_h=64)],
+    ids=["q-in-loop", "stages1-bt16", "h64-one-program"],
+)
+def test_launch_variants_compute_the_same_function(knobs, device):
+    case = testing.make_case(2, 40, 96, seed=13, device=device, extra_topk=64, sink=True)
+    _check(*_ours(case, config=dataclasses.replace(smd.DEFAULT_CONFIG, **knobs)), *_reference(case))
 
 
 def test_every_output_element_is_written(device, monkeypatch):
