@@ -13,8 +13,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sglang_sm120_kernels import sparse_mla_decode as smd  # noqa: E402
-from sglang_sm120_kernels import testing  # noqa: E402
+from sglang_sm120_kernels import sparse_mla_decode as smd
+from sglang_sm120_kernels import testing
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--batch", type=int, default=1)

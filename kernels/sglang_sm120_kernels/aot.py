@@ -105,7 +105,9 @@ def _sass_mnemonics(cubin: bytes) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         p = Path(tmp) / "k.cubin"
         p.write_bytes(cubin)
-        res = subprocess.run([_tool("cuobjdump"), "--dump-sass", str(p)], capture_output=True, text=True, check=True)
+        res = subprocess.run(
+            [_tool("cuobjdump"), "--dump-sass", str(p)], capture_output=True, text=True, check=True
+        )
     counts: dict = {}
     for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(?:\.[\w.]+)?", res.stdout):
         counts[m.group(1)] = counts.get(m.group(1), 0) + 1
@@ -122,9 +124,9 @@ def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
                 f"H{block_h}{'+extra' if has_extra else ''}",
                 smd._sparse_mla_partial_kernel,
                 _PARTIAL_ARGS,
-                dict(HAS_LEN=True, HAS_EXTRA=has_extra, HAS_XLEN=has_extra, BLOCK_H=block_h,
-                     BLOCK_T=config.block_t, EMULATE_DOT=False, Q_IN_LOOP=config.q_in_loop,
-                     LOOP_TO_LEN=config.loop_to_len),
+                {"HAS_LEN": True, "HAS_EXTRA": has_extra, "HAS_XLEN": has_extra, "BLOCK_H": block_h,
+                     "BLOCK_T": config.block_t, "EMULATE_DOT": False, "Q_IN_LOOP": config.q_in_loop,
+                     "LOOP_TO_LEN": config.loop_to_len},
                 config.num_warps_h64 if block_h >= 32 else config.num_warps_h16,
                 config.num_stages,
             )  # fmt: skip
@@ -132,7 +134,7 @@ def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
         "S32",
         smd._sparse_mla_combine_kernel,
         _COMBINE_ARGS,
-        dict(HAS_SINK=True, S_BLOCK=32, BLOCK_D=config.combine_block_d),
+        {"HAS_SINK": True, "S_BLOCK": 32, "BLOCK_D": config.combine_block_d},
         4,
         1,
     )
@@ -162,7 +164,9 @@ def compile_all(arch: int = 120, config: smd.DecodeConfig = smd.DEFAULT_CONFIG) 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arch", type=int, default=120, help="compute capability x10 (120 = RTX PRO 6000 Blackwell)")
+    ap.add_argument(
+        "--arch", type=int, default=120, help="compute capability x10 (120 = RTX PRO 6000 Blackwell)"
+    )
     ap.add_argument("--json", action="store_true")
     ns = ap.parse_args(argv)
     reports = compile_all(ns.arch)

@@ -97,9 +97,24 @@ def _load_q(q_row, col, h_ok, G: tl.constexpr, EMULATE_DOT: tl.constexpr):
 
 @triton.jit
 def _attend_tiles(
-    q0, q1, q2, q3, q4, q5, q6, qr,
-    m_i, l_i,
-    a0, a1, a2, a3, a4, a5, a6, ar,
+    q0,
+    q1,
+    q2,
+    q3,
+    q4,
+    q5,
+    q6,
+    qr,
+    m_i,
+    l_i,
+    a0,
+    a1,
+    a2,
+    a3,
+    a4,
+    a5,
+    a6,
+    ar,
     kv_ptr,  # uint8: the cache's raw bytes
     idx_row_ptr,  # this query's indices
     n_valid,
@@ -283,7 +298,9 @@ def _sparse_mla_partial_kernel(
             if HAS_XLEN:
                 n_valid = tl.maximum(tl.minimum(tl.load(xlen_ptr + b).to(tl.int32), xtopk), 0)
             tile_lo = (sp - n_split) * tiles_per_split
-            tile_hi = tl.minimum(tile_lo + tiles_per_split, tl.cdiv(n_valid if LOOP_TO_LEN else xtopk, BLOCK_T))
+            tile_hi = tl.minimum(
+                tile_lo + tiles_per_split, tl.cdiv(n_valid if LOOP_TO_LEN else xtopk, BLOCK_T)
+            )
             m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar = _attend_tiles(
                 q0, q1, q2, q3, q4, q5, q6, qr, m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar,
                 xkv_ptr, xidx_ptr + b.to(tl.int64) * stride_xib, n_valid, xpage_size, xpage_bytes,
@@ -434,7 +451,11 @@ def _plan(q, rows, xtopk: int, config: DecodeConfig, tiles_per_split: int | None
     xtiles = triton.cdiv(xtopk, config.block_t)
     if tiles_per_split is None:
         dev = q.device
-        sms = 8 if dev.type != "cuda" else _num_sms(dev.index if dev.index is not None else torch.cuda.current_device())
+        sms = (
+            8
+            if dev.type != "cuda"
+            else _num_sms(dev.index if dev.index is not None else torch.cuda.current_device())
+        )
         target = max(1, int(sms * config.target_programs_per_sm))
         tiles_per_split = max(1, math.ceil(B * n_hblocks * (tiles + xtiles) / target))
     n_split = max(1, triton.cdiv(tiles, tiles_per_split))

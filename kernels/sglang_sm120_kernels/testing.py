@@ -195,12 +195,12 @@ def make_case(
     attn_sink = torch.randn(heads, generator=g) * 2.0 if sink else None
     case = DecodeCase(q, k_cache, indices, topk_length, attn_sink, HEAD_DIM ** (-0.5))
     if extra_topk:
-        case.extra_k_cache = make_paged_cache(extra_num_pages, extra_page_size, generator=g, dtype=cache_dtype)
+        case.extra_k_cache = make_paged_cache(
+            extra_num_pages, extra_page_size, generator=g, dtype=cache_dtype
+        )
         case.extra_indices = _indices(extra_topk, extra_num_pages * extra_page_size)
         case.extra_topk_length = _lengths(extra_topk)
     return case.to(device) if device != "cpu" else case
-
-
 
 
 def find_sglang_kernel_file() -> Path:
@@ -211,7 +211,7 @@ def find_sglang_kernel_file() -> Path:
     spec = importlib.util.find_spec("sglang")  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("sglang is not installed and SGLANG_TRITON_DECODE_FILE is unset")
-    return Path(list(spec.submodule_search_locations)[0]) / SGLANG_KERNEL_RELPATH
+    return Path(next(iter(spec.submodule_search_locations))) / SGLANG_KERNEL_RELPATH
 
 
 def load_sglang_kernel_module(path: Path | None = None, *, fixed_block_t: int | None = None) -> ModuleType:

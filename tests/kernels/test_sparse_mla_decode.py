@@ -48,11 +48,32 @@ def _ours(case, **kw):
 @pytest.mark.parametrize(
     "kw",
     [
-        dict(batch=2, heads=16, topk=64, extra_topk=64, sink=True, lengths="random"),
-        dict(batch=2, heads=16, topk=96, extra_topk=0, sink=False, lengths="none"),
-        dict(batch=1, heads=20, topk=64, extra_topk=32, sink=True, lengths="full"),  # heads not a power of 2
-        dict(batch=1, heads=64, topk=32, extra_topk=64, sink=False, lengths="random"),  # two head blocks
-        dict(batch=2, heads=16, topk=64, extra_topk=64, sink=True, cache_dtype=torch.uint8),  # uint8 pool view
+        {"batch": 2, "heads": 16, "topk": 64, "extra_topk": 64, "sink": True, "lengths": "random"},
+        {"batch": 2, "heads": 16, "topk": 96, "extra_topk": 0, "sink": False, "lengths": "none"},
+        {
+            "batch": 1,
+            "heads": 20,
+            "topk": 64,
+            "extra_topk": 32,
+            "sink": True,
+            "lengths": "full",
+        },  # heads not a power of 2
+        {
+            "batch": 1,
+            "heads": 64,
+            "topk": 32,
+            "extra_topk": 64,
+            "sink": False,
+            "lengths": "random",
+        },  # two head blocks
+        {
+            "batch": 2,
+            "heads": 16,
+            "topk": 64,
+            "extra_topk": 64,
+            "sink": True,
+            "cache_dtype": torch.uint8,
+        },  # uint8 pool view
     ],
     ids=["extra+sink", "plain", "h20", "h64", "uint8-cache"],
 )
@@ -116,7 +137,7 @@ def test_the_top_k_split_does_not_change_the_answer(device):
 
 @pytest.mark.parametrize(
     "knobs",
-    [dict(q_in_loop=True, loop_to_len=False), dict(num_stages=1, block_t=16), dict(max_block_h=64)],
+    [{"q_in_loop": True, "loop_to_len": False}, {"num_stages": 1, "block_t": 16}, {"max_block_h": 64}],
     ids=["q-in-loop", "stages1-bt16", "h64-one-program"],
 )
 def test_launch_variants_compute_the_same_function(knobs, device):
@@ -150,7 +171,7 @@ def test_layout_matches_sglangs_own_torch_dequantiser():
 
 
 def test_matches_sglangs_kernel_on_the_same_inputs(device):
-    kw = dict(fixed_block_t=16) if device == "cpu" else {}
+    kw = {"fixed_block_t": 16} if device == "cpu" else {}
     sgl = testing.load_sglang_kernel_module(**kw)
     case = testing.make_case(1, 16, 64, seed=12, device=device, extra_topk=64, sink=True)
     s_out, s_lse = sgl.flash_mla_sparse_decode_triton(*case.args())
@@ -171,18 +192,31 @@ def test_rejects_layouts_it_does_not_implement():
 
 
 GPU_SHAPES = [
-    dict(batch=b, heads=h, topk=k, extra_topk=x)
-    for b, h, k, x in [(1, 64, 512, 512), (8, 16, 1024, 0), (8, 64, 512, 512), (32, 64, 1024, 512), (64, 16, 512, 512)]
+    {"batch": b, "heads": h, "topk": k, "extra_topk": x}
+    for b, h, k, x in [
+        (1, 64, 512, 512),
+        (8, 16, 1024, 0),
+        (8, 64, 512, 512),
+        (32, 64, 1024, 512),
+        (64, 16, 512, 512),
+    ]
 ]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "B{batch}H{heads}K{topk}X{extra_topk}".format(**s))
+@pytest.mark.parametrize(
+    "shape", GPU_SHAPES, ids=lambda s: "B{batch}H{heads}K{topk}X{extra_topk}".format(**s)
+)
 @pytest.mark.parametrize("sink", [True, False], ids=["sink", "nosink"])
 def test_gpu_matches_reference_and_sglang_at_model_sizes(shape, sink):
     sgl = testing.load_sglang_kernel_module()
     case = testing.make_case(
-        seed=shape["batch"] * 7 + shape["topk"], device="cuda", sink=sink, num_pages=64, extra_num_pages=64, **shape
+        seed=shape["batch"] * 7 + shape["topk"],
+        device="cuda",
+        sink=sink,
+        num_pages=64,
+        extra_num_pages=64,
+        **shape,
     )
     out, lse = _ours(case)
     _check(out, lse, *_reference(case), "vs reference")
@@ -216,7 +250,9 @@ def test_gpu_adversarial_inputs_match_sglang(case_name):
 @pytest.mark.gpu
 def test_gpu_runs_inside_a_cuda_graph():
     """SGLang captures decode in CUDA graphs: capture, change the inputs in place, replay."""
-    case = testing.make_case(4, 64, 512, seed=31, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64)
+    case = testing.make_case(
+        4, 64, 512, seed=31, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64
+    )
     args = case.args()
     for _ in range(2):
         _ours(case)
@@ -224,7 +260,9 @@ def test_gpu_runs_inside_a_cuda_graph():
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out, lse = smd.sparse_mla_decode(*args)
-    fresh = testing.make_case(4, 64, 512, seed=32, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64)
+    fresh = testing.make_case(
+        4, 64, 512, seed=32, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64
+    )
     case.q.copy_(fresh.q)
     case.indices.copy_(fresh.indices)
     graph.replay()
