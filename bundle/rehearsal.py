@@ -69,9 +69,9 @@ def ensure_image(*, rebuild: bool = False) -> str:
         raise BundleError(f"the rehearsal's base image {BASE_IMAGE} is missing",
                           exit_code=EXIT_ENVIRONMENT,
                           hint="run `sudo docker/debian-root.sh` (debootstrap) once on this host")
-    args = dict(context=project_root(), dockerfile=dockerfile(), tags=[tag, f"{IMAGE_REPOSITORY}:latest"],
-                build_args={"BASE_IMAGE": BASE_IMAGE, "VERSION": tag.split(":")[1]},
-                labels={"io.sglang-bundle.rehearsal-inputs": tag.split(":")[1]})
+    args = {"context": project_root(), "dockerfile": dockerfile(), "tags": [tag, f"{IMAGE_REPOSITORY}:latest"],
+                "build_args": {"BASE_IMAGE": BASE_IMAGE, "VERSION": tag.split(":")[1]},
+                "labels": {"io.sglang-bundle.rehearsal-inputs": tag.split(":")[1]}}
     # The Dockerfile uses BuildKit cache mounts: buildx where installed, else the engine's BuildKit.
     if docker.buildx_available():
         docker.build_image(**args, use_buildx=True)

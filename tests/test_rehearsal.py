@@ -56,9 +56,9 @@ def test_the_overlay_changes_only_image_entrypoint_and_gpus(tmp_path, topology, 
 
 def test_the_image_holds_the_real_router_and_bench_serving(image):
     out = subprocess.run(["docker", "run", "--rm", "--entrypoint", "python3", image, "-c",
-                          "import importlib.metadata as m; import sglang.benchmark.serving, sglang_router; "
-                          "print(m.version('sglang'), m.version('sglang-router'), m.version('torch'))"],
-                         capture_output=True, text=True, timeout=120)
+                          ("import importlib.metadata as m; import sglang.benchmark.serving, sglang_router; "
+                          "print(m.version('sglang'), m.version('sglang-router'), m.version('torch'))")],
+                         capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0.5.23", "0.3.2", "2.14.1"]
 
@@ -72,7 +72,7 @@ TTFT_MS, TPOT_MS, OUT_LEN = 100, 20, 64
 @pytest.mark.parametrize("topology", ["tp4", "pd"])
 def test_topology_comes_up_answers_and_benchmarks_as_configured(tmp_path, image, topology):
     knobs = {"SIM_TTFT_MS": str(TTFT_MS), "SIM_TPOT_MS": str(TPOT_MS)}
-    with rehearsal_stack(tmp_path, topology, image, **knobs) as (stack, front, env):
+    with rehearsal_stack(tmp_path, topology, image, **knobs) as (stack, front, _env):
         stack.up()
         services = {"server"} if topology == "tp4" else {"prefill", "decode", "router"}
         wait_healthy(stack, services)
@@ -95,14 +95,14 @@ def test_topology_comes_up_answers_and_benchmarks_as_configured(tmp_path, image,
             for worker in ("prefill", "decode"):
                 metrics = stack.exec(worker, ["curl", "-fsS", "http://127.0.0.1:30000/metrics"])
                 assert "sglang:num_requests_total" in metrics
-                assert 'sglang_simulator:bootstrap_rooms_total{model_name="%s",role="%s"}' % (SERVED, worker) in metrics
+                assert f'sglang_simulator:bootstrap_rooms_total{{model_name="{SERVED}",role="{worker}"}}' in metrics
 
 
 @pytest.mark.slow
 def test_a_hung_decode_worker_fails_requests_within_the_router_timeout(tmp_path, image):
     # One attempt (sglang-router refuses 0 retries at start: "must be >= 1").
     with rehearsal_stack(tmp_path, "pd", image, ROUTER_REQUEST_TIMEOUT_SECS="8",
-                         ROUTER_RETRY_MAX_RETRIES="1") as (stack, front, env):
+                         ROUTER_RETRY_MAX_RETRIES="1") as (stack, front, _env):
         stack.up()
         wait_healthy(stack, {"prefill", "decode", "router"})
         assert chat(front).status_code == 200
@@ -125,14 +125,14 @@ def test_an_api_key_is_enforced_and_never_shown(tmp_path, image, topology):
     key = "rehearsal-key-" + "x7q" * 6
     key_file = tmp_path / "api_key"
     key_file.write_text(key + "\n")
-    with rehearsal_stack(tmp_path, topology, image, API_KEY_FILE=str(key_file)) as (stack, front, env):
+    with rehearsal_stack(tmp_path, topology, image, API_KEY_FILE=str(key_file)) as (stack, front, _env):
         stack.up()
         wait_healthy(stack, {"server"} if topology == "tp4" else {"prefill", "decode", "router"})
         assert chat(front).status_code == 401
         ok = chat(front, key=key)
         assert ok.status_code == 200 and "Paris" in ok.json()["choices"][0]["message"]["content"]
         names = [s.name for s in stack.states()]
-        inspect = subprocess.run(["docker", "inspect", *names], capture_output=True, text=True, timeout=60)
+        inspect = subprocess.run(["docker", "inspect", *names], capture_output=True, text=True, timeout=60, check=False)
         assert inspect.returncode == 0 and key not in inspect.stdout
         logs = stack.logs()
         assert isinstance(logs, str) and key not in logs

@@ -65,9 +65,9 @@ def model():
 
 
 def _plan(model, prompt, **kw):
-    base = dict(prompt_text=prompt, prompt_ids=model.encode(prompt), max_new_tokens=64,
-                ignore_eos=False, temperature=0.0, seed=None, wrong=False, knob_seed=0,
-                encode=model.encode, filler_ids=model.filler_ids)
+    base = {"prompt_text": prompt, "prompt_ids": model.encode(prompt), "max_new_tokens": 64,
+            "ignore_eos": False, "temperature": 0.0, "seed": None, "wrong": False, "knob_seed": 0,
+            "encode": model.encode, "filler_ids": model.filler_ids}
     base.update(kw)
     return plan_output(**base)
 
@@ -213,10 +213,11 @@ def test_stream_is_paced_at_the_configured_tpot(tmp_path):
 # ---- HTTP, states and faults (each its own process) -----------------------------------------
 
 def test_health_is_503_while_loading_but_models_answer(tmp_path):
-    with simulator(tmp_path, env={"SIM_LOAD_SECONDS": "3"}, wait_healthy=False) as (base, proc, _):
+    # Long enough that a slow process start does not eat the whole simulated load.
+    with simulator(tmp_path, env={"SIM_LOAD_SECONDS": "10"}, wait_healthy=False) as (base, _proc, _):
         assert requests.get(base + "/health", timeout=5).status_code == 503
         assert requests.get(base + "/v1/models", timeout=5).status_code == 200
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30
         while requests.get(base + "/health", timeout=5).status_code != 200:
             assert time.monotonic() < deadline
             time.sleep(0.2)

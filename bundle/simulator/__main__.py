@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         sockets.append(_listen(host, int(launch.get("disaggregation_bootstrap_port", 8998))))
     log.info("worker simulator (SGLang %s API, %s parser): role=%s, model=%s, served as %r, "
              "listening on %s; knobs %s", "0.5.23", launch.parser, sim.role, launch.model_path,
-             launch.served_model_name, ", ".join("%s:%d" % s.getsockname()[:2] for s in sockets),
+             launch.served_model_name, ", ".join("{}:{}".format(*s.getsockname()[:2]) for s in sockets),
              {k: v for k, v in knobs.as_dict().items()})
     if launch.ignored:
         log.warning("worker simulator: fallback parser ignored %s", launch.ignored)

@@ -37,7 +37,7 @@ class Knobs:
     kv_wait_secs: float = 300.0
 
     @classmethod
-    def from_env(cls) -> "Knobs":
+    def from_env(cls) -> Knobs:
         return cls(
             load_seconds=_env_float("SIM_LOAD_SECONDS", cls.load_seconds),
             ttft_ms=_env_float("SIM_TTFT_MS", cls.ttft_ms),
@@ -60,7 +60,7 @@ class Knobs:
             current = getattr(self, name)
             if isinstance(current, bool):
                 if not isinstance(value, bool):
-                    raise ValueError(f"{name} takes true or false")
+                    raise ValueError(f"{name} takes true or false")  # noqa: TRY004 (one error type: HTTP 400)
             elif isinstance(current, (int, float)):
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                     raise ValueError(f"{name} takes a number >= 0")

@@ -55,7 +55,7 @@ class RoomBoard:
         try:
             await asyncio.wait_for(self._event(room).wait(), timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
 
@@ -64,11 +64,11 @@ async def fetch_kv(host: str, port: int, room: int, timeout: float) -> None:
     url = f"http://{host}:{port}/sim/kv/{room}"
     client_timeout = aiohttp.ClientTimeout(total=timeout + 5, connect=10)
     try:
-        async with aiohttp.ClientSession(timeout=client_timeout) as session:
-            async with session.get(url, params={"timeout": str(timeout)}) as resp:
-                if resp.status != 200:
-                    raise KVTransferError(f"KV transfer of room {room} from {host}:{port} "
-                                          f"failed: bootstrap server answered {resp.status}")
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        async with aiohttp.ClientSession(timeout=client_timeout) as session, \
+                session.get(url, params={"timeout": str(timeout)}) as resp:
+            if resp.status != 200:
+                raise KVTransferError(f"KV transfer of room {room} from {host}:{port} "
+                                      f"failed: bootstrap server answered {resp.status}")
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         raise KVTransferError(f"KV transfer of room {room} from {host}:{port} failed: "
                               f"{type(exc).__name__}: {exc}") from None

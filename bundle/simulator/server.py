@@ -10,8 +10,8 @@ import os
 import random
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import AsyncIterator
 
 import orjson
 from fastapi import FastAPI, Request
