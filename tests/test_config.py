@@ -86,6 +86,11 @@ def test_all_schema_problems_are_reported_together(tmp_path):
                                                         "health.start_period"]
 
 
+def test_zero_router_retries_is_refused_before_the_router_refuses_to_start(tmp_path):
+    err = _problems(tmp_path, "pd:\n  router:\n    retry_max_retries: 0\n")
+    assert "pd.router.retry_max_retries" in err.problems[0]
+
+
 def test_overlapping_gpus_are_refused(tmp_path):
     err = _problems(tmp_path, "pd:\n  decode:\n    gpus: [3, 4, 5, 6]\n")
     assert any("pd.decode.gpus: GPUs [3] are given to both prefill" in p for p in err.problems)
