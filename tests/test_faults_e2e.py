@@ -1,0 +1,103 @@
+"""Faults on the rehearsal, through the driver: a decode worker killed mid-benchmark is reported,
+restarted by its restart policy, the next smoke test passes, and every request of the interrupted
+benchmark is accounted for as a success or an error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from bundle import runstate
+from bundle.cli import main
+from tests.conftest import write_config
+from tests.sim_process import free_port
+
+pytestmark = pytest.mark.docker
+
+STATS = ["curl", "-fsS", "-m", "5", "http://127.0.0.1:30000/sim/stats"]
+
+
+@pytest.fixture
+def project(runs_dir):
+    name = f"fault-{uuid.uuid4().hex[:6]}"
+    yield name
+    subprocess.run(["docker", "compose", "-p", f"{name}-pd", "down", "-v", "--remove-orphans"],
+                   capture_output=True)
+
+
+def _status(config, capsys) -> dict:
+    capsys.readouterr()
+    assert main(["status", "pd", "-c", str(config), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _decode(status: dict) -> dict:
+    return next(c for c in status["containers"] if c["service"] == "decode")
+
+
+def test_decode_killed_mid_benchmark_is_reported_restarted_and_accounted_for(tmp_path, project, capsys):
+    config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
+                                    f"bench:\n  level_timeout: 6m\n")
+    assert main(["launch", "pd", "--rehearsal", "-c", str(config), "--sim", "SIM_TPOT_MS=40"]) == 0
+    stack = runstate.load(f"{project}-pd").stack()
+
+    outcome: dict = {}
+
+    def bench():
+        outcome["code"] = main(["bench", "pd", "-c", str(config), "--concurrency", "4",
+                                "--prompts-per-concurrency", "4", "--output-len", "48",
+                                "--input-len", "32", "--range-ratio", "1.0"])
+
+    runner = threading.Thread(target=bench, daemon=True)
+    runner.start()
+    deadline = time.monotonic() + 300  # bench_serving's container takes a while to import on 2 cores
+    while json.loads(stack.exec("decode", STATS))["running"] == 0:
+        assert time.monotonic() < deadline, "the benchmark never reached the decode worker"
+        time.sleep(0.5)
+
+    # Kill decode's server process mid-generation (exit 1, as a crashed SGLang would).
+    subprocess.run(["docker", "compose", "-p", f"{project}-pd", "exec", "-T", "decode", "curl", "-s",
+                    "-X", "POST", "http://127.0.0.1:30000/sim/crash"], capture_output=True)
+    killed = time.monotonic()
+    while True:  # the driver reports it within 30 s
+        decode = _decode(_status(config, capsys))
+        if decode["restarts"] >= 1 or decode["state"] != "running":
+            break
+        assert time.monotonic() - killed < 30, f"status still shows decode as {decode}"
+        time.sleep(1)
+    reported_after = time.monotonic() - killed
+    assert reported_after < 30
+
+    runner.join(timeout=600)
+    assert not runner.is_alive()
+    assert outcome["code"] != 0  # the interrupted run says it failed...
+    history = (tmp_path / "runs" / f"{project}-pd" / "bench.jsonl").read_text().splitlines()
+    (level,) = json.loads(history[-1])["levels"]
+    completed = (level["metrics"] or {}).get("completed", 0)
+    # ...and every one of its requests is a success or an error, none lost.
+    assert completed + level["failed_requests"] == level["num_prompts"] == 16
+    assert level["failed_requests"] >= 1
+
+    # The restart policy (on-failure) brings decode back; the router pairs it again; smoke passes.
+    deadline = time.monotonic() + 180
+    while True:
+        status = _status(config, capsys)
+        if _decode(status)["health"] == "healthy" and status["front_door"]["serving"]:
+            break
+        assert time.monotonic() < deadline, f"decode never came back: {_decode(status)}"
+        time.sleep(2)
+    assert _decode(status)["restarts"] >= 1
+    for attempt in range(3):  # the router's circuit breaker may still hold decode for a few seconds
+        capsys.readouterr()
+        if main(["smoke", "pd", "-c", str(config)]) == 0:
+            break
+        time.sleep(10)
+    else:
+        pytest.fail(f"smoke never passed after the restart:\n{capsys.readouterr()}")
+    print(f"decode kill reported after {reported_after:.1f} s; {completed} completed, "
+          f"{level['failed_requests']} failed of {level['num_prompts']}")
