@@ -66,9 +66,7 @@ def ensure_image(*, rebuild: bool = False) -> str:
     if not rebuild and docker.image_exists(tag):
         return tag
     if not docker.image_exists(BASE_IMAGE):
-        raise BundleError(f"the rehearsal's base image {BASE_IMAGE} is missing",
-                          exit_code=EXIT_ENVIRONMENT,
-                          hint="run `sudo docker/debian-root.sh` (debootstrap) once on this host")
+        make_base_image()
     args = {"context": project_root(), "dockerfile": dockerfile(), "tags": [tag, f"{IMAGE_REPOSITORY}:latest"],
                 "build_args": {"BASE_IMAGE": BASE_IMAGE, "VERSION": tag.split(":")[1]},
                 "labels": {"io.sglang-bundle.rehearsal-inputs": tag.split(":")[1]}}
@@ -78,6 +76,21 @@ def ensure_image(*, rebuild: bool = False) -> str:
     else:
         docker.build_image_engine_buildkit(**args)
     return tag
+
+
+def make_base_image() -> None:
+    """Make the Debian root the image is built on (debootstrap, about a minute): no registry needed."""
+    import subprocess
+
+    script = docker_dir() / "debian-root.sh"
+    print(f"rehearsal: making the base image {BASE_IMAGE} with {script.name} (debootstrap) ...", flush=True)
+    result = subprocess.run([str(script), BASE_IMAGE], capture_output=True, text=True)
+    if result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise BundleError(f"the rehearsal's base image {BASE_IMAGE} could not be made: {' / '.join(detail)}",
+                          exit_code=EXIT_ENVIRONMENT,
+                          hint="run `sudo docker/debian-root.sh` once (needs root and `apt-get install "
+                               "debootstrap`)")
 
 
 def compose_files(topology: str) -> list[Path]:
