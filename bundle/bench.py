@@ -150,6 +150,10 @@ def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: 
     if result.timed_out:
         entry.update(status="timeout", reason=f"no result within {level.timeout_s:.0f} s; only this "
                                               f"level's container was killed. Last output:\n{tail}")
+    elif not lines and (all_failed := bench_serving.summarize_all_failed(redact(result.output),
+                                                                       num_prompts=level.num_prompts)):
+        entry.update(all_failed, status="failed",
+                     reason=f"all {level.num_prompts} requests failed: {'; '.join(all_failed['error_samples'])}")
     elif not lines:
         entry.update(status="failed", reason=f"bench_serving exited {result.exit_code} without a result "
                                              f"(it writes none when no request succeeds). Last output:\n{tail}")

@@ -91,3 +91,24 @@ def summarize(result: dict, *, num_prompts: int) -> dict:
         if len(samples) == ERROR_SAMPLES:
             break
     return {"metrics": metrics, "failed_requests": failed, "error_samples": samples}
+
+
+ALL_FAILED = "All requests failed"
+
+
+def summarize_all_failed(output: str, *, num_prompts: int) -> dict | None:
+    """bench_serving writes no result when every request failed (it then crashes computing its
+    statistics); its log still says so. Account for every request as an error, not as nothing."""
+    if ALL_FAILED not in output:
+        return None
+    samples = []
+    for line in output.splitlines():
+        if line.startswith("output.error="):
+            text = line.removeprefix("output.error=").strip().strip("'\"")
+            last = [part for part in text.split("\\n") if part.strip()][-1:] or [text]
+            sample = last[0].strip()[:ERROR_CHARS]
+            if sample not in samples:
+                samples.append(sample)
+        if len(samples) == ERROR_SAMPLES:
+            break
+    return {"metrics": {"completed": 0}, "failed_requests": num_prompts, "error_samples": samples}

@@ -56,9 +56,14 @@ def test_decode_killed_mid_benchmark_is_reported_restarted_and_accounted_for(tmp
     runner = threading.Thread(target=bench, daemon=True)
     runner.start()
     deadline = time.monotonic() + 300  # bench_serving's container takes a while to import on 2 cores
-    while json.loads(stack.exec("decode", STATS))["running"] == 0:
-        assert time.monotonic() < deadline, "the benchmark never reached the decode worker"
-        time.sleep(0.5)
+    while True:
+        # bench_serving sends one warm-up request first (a failure there aborts the whole run):
+        # strike once it and a first wave are done and measured requests are in flight.
+        stats = json.loads(stack.exec("decode", STATS))
+        if (stats["requests_done"] or 0) >= 1 + 4 and stats["running"] >= 2:  # warm-up + a first wave
+            break
+        assert time.monotonic() < deadline, f"the benchmark never got going on decode: {stats}"
+        time.sleep(0.3)
 
     # Kill decode's server process mid-generation (exit 1, as a crashed SGLang would).
     subprocess.run(["docker", "compose", "-p", f"{project}-pd", "exec", "-T", "decode", "curl", "-s",
