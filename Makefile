@@ -34,8 +34,8 @@ $(STAMP): $(BIN)/python pyproject.toml requirements/dev.txt requirements/sglang-
 test: $(STAMP) ## run the test suite (Docker tests use the local engine; GPU tests are skipped without a GPU)
 	$(BIN)/python -m pytest -m "not gpu" $(PYTEST_ARGS)
 
-launch: $(STAMP) ## GPU host: build the pinned image if needed, launch TOPOLOGY (tp4|pd), wait until ready
-	@$(BUNDLE) build --if-missing
+launch: $(STAMP) ## GPU host: build the pinned image (reusing every layer already built), launch TOPOLOGY, wait until ready
+	$(BUNDLE) build
 	$(BUNDLE) launch $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
 
 rehearse: $(STAMP) ## any Docker host: rehearse TOPOLOGY with simulated workers, then smoke, bench and down
