@@ -40,9 +40,10 @@ launch: $(STAMP) ## GPU host: build the pinned image (reusing every layer alread
 
 rehearse: $(STAMP) ## any Docker host: rehearse TOPOLOGY with simulated workers, then smoke, bench and down
 	$(BUNDLE) launch $(TOPOLOGY) --rehearsal $(if $(CONFIG),-c $(CONFIG))
-	$(BUNDLE) smoke $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
-	$(BUNDLE) bench $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
-	$(BUNDLE) down $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
+	@# Down runs whatever smoke and bench said; the exit code is theirs.
+	$(BUNDLE) smoke $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG)) && \
+	  $(BUNDLE) bench $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG)); rc=$$?; \
+	  $(BUNDLE) down $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG)); exit $$rc
 
 smoke: $(STAMP) ## smoke-test the running TOPOLOGY (health, Paris, streaming, determinism, PD path)
 	$(BUNDLE) smoke $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
