@@ -46,6 +46,18 @@ SWEEP = {
     "h64-one-program": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=64),
 }
 
+# The two ways to merge the top-k splits: a second kernel, or the attention kernel's last program
+# per (query, head block) ("fused"), the latter with the split capped at N per query ("fused-capN").
+TWO_KERNEL = dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=False)
+MERGES = {
+    "two-kernel": TWO_KERNEL,
+    "fused": dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=True, fused_max_splits=0),
+    **{
+        f"fused-cap{n}": dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=True, fused_max_splits=n)
+        for n in (8, 4, 2)
+    },
+}
+
 
 @triton.jit
 def _empty_kernel(x):
@@ -61,7 +73,9 @@ def _capture(fn, calls: int) -> torch.cuda.CUDAGraph:
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    # Capture on the warm-up stream: the fused merge's counters (per stream) exist by now, so their
+    # one-time zeroing is not captured into the graph.
+    with torch.cuda.graph(graph, stream=stream):
         for _ in range(calls):
             fn()
     graph.replay()
@@ -119,8 +133,13 @@ def run(args) -> dict:
         "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     print(json.dumps(meta), flush=True)
+    if getattr(args, "jsonl", None):
+        with open(args.jsonl, "a") as f:
+            f.write(json.dumps(meta) + "\n")
     rows = []
     shapes = SHAPES if not args.quick else [s for s in SHAPES if s[0] in (1, 32)]
+    if args.floors:  # the shapes of the two floors that concern batch: B=1, and B=32 with H=64
+        shapes = [s for s in SHAPES if s[0] == 1] + [s for s in SHAPES if s[0] == 32 and s[1] == 64]
     for b, h, k, xk in shapes:
         case = testing.make_case(
             b, h, k, seed=1000 + b + h + k + xk, extra_topk=xk, lengths="full", invalid_frac=0.0,
@@ -143,6 +162,28 @@ def run(args) -> dict:
         err_ours = _errors(o1, l1, ref_o, ref_l)
         err_sgl = _errors(o2, l2, ref_o, ref_l)
         err_vs = _errors(o1, l1, o2[:, 0].double(), l2[..., 0].double())
+        if args.merges:
+            row = {"B": b, "H": h, "topk": k, "extra": xk, "sglang_gpu_us": _gpu_us(theirs),
+                   "ours_partial_gpu_us": _gpu_us(lambda: ours(TWO_KERNEL, st="partial")),  # noqa: B023
+                   "merges": {}}  # fmt: skip
+            for name, cfg in MERGES.items():
+                o, lse_ = ours(cfg)
+                plan = smd._plan(case.q, smd._rows(case.indices, b), xk, cfg, None)
+                e_ref = _errors(o, lse_, ref_o, ref_l)
+                e_sgl = _errors(o, lse_, o2[:, 0].double(), l2[..., 0].double())
+                row["merges"][name] = {
+                    "gpu_us": _gpu_us(lambda c=cfg: ours(c)),  # noqa: B023
+                    "n_split_total": plan.n_split_total, "tiles_per_split": plan.tiles_per_split,
+                    "vs_ref_out": e_ref[0], "vs_ref_lse": e_ref[1],
+                    "vs_sglang_out": e_sgl[0], "vs_sglang_lse": e_sgl[1],
+                    "counters_zero": all(int(t.count_nonzero()) == 0 for t in smd._COUNTERS.values()),
+                }  # fmt: skip
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if args.jsonl:
+                with open(args.jsonl, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+            continue
         row = {
             "B": b, "H": h, "topk": k, "extra": xk,
             "sglang_gpu_us": _gpu_us(theirs),
@@ -164,7 +205,36 @@ def run(args) -> dict:
     return {"meta": meta, "rows": rows}
 
 
+def markdown_merges(result: dict) -> str:
+    m = result["meta"]
+    e = m["empty_gpu_us"]
+    names = list(result["rows"][0]["merges"])
+    lines = [
+        (
+            f"Measured on {m['device']} ({m['sms']} SMs), torch {m['torch']}, triton {m['triton']}, {m['when']}. "
+            f"gpu us, medians; empty Triton kernel {e:.2f} us. Cells: time (splits per query, x empty launch)."
+        ),
+        "",
+        "| B | H | top-k | extra | SGLang | two-kernel partial only | "
+        + " | ".join(names)
+        + " | max out err vs ref |",
+        "|---|---|---|---|---|---|" + "---|" * len(names) + "---|",
+    ]
+    for r in result["rows"]:
+        cells = [
+            f"{v['gpu_us']:.1f} ({v['n_split_total']}, {v['gpu_us'] / e:.2f}x)" for v in r["merges"].values()
+        ]
+        err = max(v["vs_ref_out"] for v in r["merges"].values())
+        lines.append(
+            f"| {r['B']} | {r['H']} | {r['topk']} | {r['extra']} | {r['sglang_gpu_us']:.1f} "
+            f"| {r['ours_partial_gpu_us']:.1f} | " + " | ".join(cells) + f" | {err:.1e} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def markdown(result: dict) -> str:
+    if result["rows"] and "merges" in result["rows"][0]:
+        return markdown_merges(result)
     m = result["meta"]
     e = m["empty_gpu_us"]
     lines = [
@@ -213,6 +283,13 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", type=Path, help="write the results table here")
     ap.add_argument("--sweep", action="store_true", help="also time the alternative launch configurations")
     ap.add_argument("--quick", action="store_true", help="B in {1, 32} only")
+    ap.add_argument("--floors", action="store_true", help="B=1 and B=32/H=64 only")
+    ap.add_argument(
+        "--merges",
+        action="store_true",
+        help="gpu timing only: SGLang, and ours merging by two kernels or fused",
+    )
+    ap.add_argument("--jsonl", type=Path, help="append each row here as it is measured")
     ns = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to time", file=sys.stderr)

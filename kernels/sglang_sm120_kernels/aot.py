@@ -10,6 +10,7 @@ No GPU or driver is needed.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import shutil
@@ -35,6 +36,8 @@ _PARTIAL_ARGS = [
     ("xtopk", "i32", "D"), ("xpage_size", "i32", "D"), ("xpage_bytes", "i32", "D"),
     ("o_part_ptr", "*fp32", "D"), ("lse_part_ptr", "*fp32", "D"), ("n_split_total", "i32", ""),
     ("tiles_per_split", "i32", ""), ("qk_scale_log2", "fp32", ""),
+    ("counter_ptr", "*i32", "D"), ("sink_ptr", "*fp32", "D"), ("out_ptr", "*bf16", "D"),
+    ("stride_ob", "i32", "D"), ("stride_oh", "i32", "D"), ("lse_out_ptr", "*fp32", "D"),
 ]  # fmt: skip
 _COMBINE_ARGS = [
     ("o_part_ptr", "*fp32", "D"), ("lse_part_ptr", "*fp32", "D"), ("sink_ptr", "*fp32", "D"),
@@ -117,16 +120,19 @@ def _sass_mnemonics(cubin: bytes) -> dict:
 def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
     """The specialisations a DeepSeek-V4-Flash server compiles: head blocks of 16 and of
     `max_block_h` (64 heads run as blocks of it), with and without the extra cache, topk_length
-    and sink present (as SGLang always passes them)."""
-    for block_h in sorted({16, min(64, config.max_block_h)}):
-        for has_extra in (False, True):
+    and sink present (as SGLang always passes them); each as the two-kernel path's attention
+    kernel and as the fused path's (attention + last-program merge, suffix `+fused`)."""
+    for block_h, has_extra, fused in itertools.product(
+        sorted({16, min(64, config.max_block_h)}), (False, True), (False, True)
+    ):
+        if True:
             yield (
-                f"H{block_h}{'+extra' if has_extra else ''}",
+                f"H{block_h}{'+extra' if has_extra else ''}{'+fused' if fused else ''}",
                 smd._sparse_mla_partial_kernel,
                 _PARTIAL_ARGS,
                 {"HAS_LEN": True, "HAS_EXTRA": has_extra, "HAS_XLEN": has_extra, "BLOCK_H": block_h,
                      "BLOCK_T": config.block_t, "EMULATE_DOT": False, "Q_IN_LOOP": config.q_in_loop,
-                     "LOOP_TO_LEN": config.loop_to_len},
+                     "LOOP_TO_LEN": config.loop_to_len, "FUSED_MERGE": fused, "HAS_SINK": fused},
                 config.num_warps_h64 if block_h >= 32 else config.num_warps_h16,
                 config.num_stages,
             )  # fmt: skip

@@ -58,6 +58,13 @@ class DecodeConfig:
     loop_to_len: bool = True
     combine_block_d: int = 128
     combine_max_splits_per_step: int = 64
+    # Merge the top-k splits inside the attention kernel ("last program reduces": each split
+    # writes its partial, bumps a per-(query, head block) counter, and the last to arrive merges)
+    # instead of a second kernel launch.
+    fused_merge: bool = False
+    # With fused_merge, one program merges all splits of its (query, head block) alone, so the
+    # split is coarsened until a query has at most this many splits (0: no cap).
+    fused_max_splits: int = 0
 
 
 DEFAULT_CONFIG = DecodeConfig()
@@ -234,6 +241,12 @@ def _sparse_mla_partial_kernel(
     n_split_total,
     tiles_per_split,
     qk_scale_log2,
+    counter_ptr,
+    sink_ptr,
+    out_ptr,
+    stride_ob,
+    stride_oh,
+    lse_out_ptr,
     HAS_LEN: tl.constexpr,
     HAS_EXTRA: tl.constexpr,
     HAS_XLEN: tl.constexpr,
@@ -242,11 +255,15 @@ def _sparse_mla_partial_kernel(
     EMULATE_DOT: tl.constexpr,
     Q_IN_LOOP: tl.constexpr,
     LOOP_TO_LEN: tl.constexpr,
+    FUSED_MERGE: tl.constexpr,
+    HAS_SINK: tl.constexpr,
 ):
     """One program: every head of one query block over one split of the top-k.
 
     Grid (batch, split, head block). Splits [0, n_split) walk the main cache, the rest the extra
     cache. Writes the split's normalised output (fp32) and its LSE in base 2 (-inf if empty).
+    With FUSED_MERGE the last split program of a (query, head block) to finish then merges all
+    splits (`_merge_splits`) and writes the final output and LSE.
     """
     b = tl.program_id(0)
     sp = tl.program_id(1)
@@ -321,6 +338,101 @@ def _sparse_mla_partial_kernel(
     _store_o(o_row, a6, inv_l, col, h_ok, 6)
     _store_o(o_row, ar, inv_l, col, h_ok, 7)
     tl.store(lse_part_ptr + row, lse2, mask=h_ok)
+
+    if FUSED_MERGE:
+        # Split-K "last program reduces". Every thread's partial stores above are ordered before
+        # the counter bump: the CTA barrier, then the (cumulative) release of the acq_rel atomic.
+        # The program that draws the last ticket has seen all the others' releases (acquire) and
+        # merges; it then puts the counter back to 0, so the zero-initialised counters serve the
+        # next call (and CUDA-graph replays) without a memset launch.
+        tl.debug_barrier()
+        counter = counter_ptr + (b * tl.num_programs(2) + hb)
+        ticket = tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
+        if ticket == n_split_total - 1:
+            _merge_splits(
+                o_part_ptr, lse_part_ptr, sink_ptr, out_ptr, stride_ob, stride_oh, lse_out_ptr,
+                b, heads, h_ok, H, n_split_total, HAS_SINK, BLOCK_H,
+            )  # fmt: skip
+            tl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _merge_splits(
+    o_part_ptr,
+    lse_part_ptr,
+    sink_ptr,
+    out_ptr,
+    stride_ob,
+    stride_oh,
+    lse_out_ptr,
+    b,
+    heads,
+    h_ok,
+    H,
+    n_split_total,
+    HAS_SINK: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+):
+    """The fused path's merge: one query's splits for a block of heads, by LSE, with the sink;
+    the same arithmetic as `_sparse_mla_combine_kernel`. Loads use `.cg` (L2, not L1): the
+    partials were written by other SMs during this launch."""
+    S_STEP: tl.constexpr = 16
+    col = tl.arange(0, 64)
+    first = (b * n_split_total).to(tl.int64)
+    splits = tl.arange(0, S_STEP)
+    m = tl.full([S_STEP, BLOCK_H], float("-inf"), tl.float32)
+    for s0 in range(0, n_split_total, S_STEP):
+        ok = ((s0 + splits) < n_split_total)[:, None] & h_ok[None, :]
+        ptrs = lse_part_ptr + ((first + s0 + splits) * H)[:, None] + heads[None, :]
+        m = tl.maximum(m, tl.load(ptrs, mask=ok, other=float("-inf"), cache_modifier=".cg"))
+    m_row = tl.max(m, 0)
+    if HAS_SINK:
+        sink2 = tl.load(sink_ptr + heads, mask=h_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
+        m_row = tl.maximum(m_row, sink2)
+    m_row = tl.where(m_row == float("-inf"), 0.0, m_row)
+
+    a0 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a1 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a2 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a3 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a4 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a5 = tl.zeros([BLOCK_H, 64], tl.float32)
+    a6 = tl.zeros([BLOCK_H, 64], tl.float32)
+    ar = tl.zeros([BLOCK_H, 64], tl.float32)
+    total = tl.zeros([BLOCK_H], tl.float32)
+    for s in range(n_split_total):
+        row = (first + s) * H + heads
+        w = tl.exp2(tl.load(lse_part_ptr + row, mask=h_ok, other=float("-inf"), cache_modifier=".cg") - m_row)
+        total += w
+        wc = w[:, None]
+        o_row = o_part_ptr + row[:, None] * 512 + col[None, :]
+        msk = h_ok[:, None]
+        a0 += wc * tl.load(o_row + 0 * 64, mask=msk, other=0.0, cache_modifier=".cg")
+        a1 += wc * tl.load(o_row + 1 * 64, mask=msk, other=0.0, cache_modifier=".cg")
+        a2 += wc * tl.load(o_row + 2 * 64, mask=msk, other=0.0, cache_modifier=".cg")
+        a3 += wc * tl.load(o_row + 3 * 64, mask=msk, other=0.0, cache_modifier=".cg")
+        a4 += wc * tl.load(o_row + 4 * 64, mask=msk, other=0.0, cache_modifier=".cg")
+        a5 += wc * tl.load(o_row + 5 * 64, mask=msk, other=0.0, cache_modifier=".cg")
+        a6 += wc * tl.load(o_row + 6 * 64, mask=msk, other=0.0, cache_modifier=".cg")
+        ar += wc * tl.load(o_row + 7 * 64, mask=msk, other=0.0, cache_modifier=".cg")
+    if HAS_SINK:
+        total += tl.exp2(sink2 - m_row)
+
+    has_mass = total > 0.0
+    safe_total = tl.where(has_mass, total, 1.0)
+    inv = tl.where(has_mass, 1.0 / safe_total, 0.0)
+    out_row = out_ptr + b.to(tl.int64) * stride_ob + heads[:, None] * stride_oh + col[None, :]
+    msk = h_ok[:, None]
+    tl.store(out_row + 0 * 64, (a0 * inv[:, None]).to(tl.bfloat16), mask=msk)
+    tl.store(out_row + 1 * 64, (a1 * inv[:, None]).to(tl.bfloat16), mask=msk)
+    tl.store(out_row + 2 * 64, (a2 * inv[:, None]).to(tl.bfloat16), mask=msk)
+    tl.store(out_row + 3 * 64, (a3 * inv[:, None]).to(tl.bfloat16), mask=msk)
+    tl.store(out_row + 4 * 64, (a4 * inv[:, None]).to(tl.bfloat16), mask=msk)
+    tl.store(out_row + 5 * 64, (a5 * inv[:, None]).to(tl.bfloat16), mask=msk)
+    tl.store(out_row + 6 * 64, (a6 * inv[:, None]).to(tl.bfloat16), mask=msk)
+    tl.store(out_row + 7 * 64, (ar * inv[:, None]).to(tl.bfloat16), mask=msk)
+    lse_out = tl.where(has_mass, (m_row + tl.log2(safe_total)) * 0.6931471805599453, float("-inf"))
+    tl.store(lse_out_ptr + b * H + heads, lse_out, mask=h_ok)
 
 
 @triton.jit
@@ -431,6 +543,28 @@ def _rows(indices: torch.Tensor, batch: int) -> torch.Tensor:
     return flat if flat.stride(-1) == 1 else flat.contiguous()
 
 
+_COUNTERS: dict = {}
+_MIN_COUNTERS = 4096
+
+
+def _merge_counters(device: torch.device, needed: int) -> torch.Tensor:
+    """Zero-initialised int32 arrival counters for the fused merge, one per (query, head block).
+
+    Kept per (device, stream) and reused by every call: the kernel's last program of each
+    (query, head block) resets its counter to 0, so no call (and no CUDA-graph replay) needs a
+    memset. One buffer per stream, because two launches in flight on different streams must not
+    share counters. Allocated once, at least `_MIN_COUNTERS` long (batch x head blocks); do the
+    first call of a stream outside CUDA-graph capture, or the allocation's memset is captured too.
+    """
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (device.type, device.index, stream)
+    buf = _COUNTERS.get(key)
+    if buf is None or buf.numel() < needed:
+        buf = torch.zeros(max(needed, _MIN_COUNTERS), dtype=torch.int32, device=device)
+        _COUNTERS[key] = buf
+    return buf
+
+
 @dataclass
 class _Plan:
     B: int
@@ -458,6 +592,12 @@ def _plan(q, rows, xtopk: int, config: DecodeConfig, tiles_per_split: int | None
         )
         target = max(1, int(sms * config.target_programs_per_sm))
         tiles_per_split = max(1, math.ceil(B * n_hblocks * (tiles + xtiles) / target))
+        if config.fused_merge and config.fused_max_splits > 0:
+            # One program merges all of a query's splits: keep their number (its reads) small.
+            while triton.cdiv(tiles, tiles_per_split) + (
+                triton.cdiv(xtiles, tiles_per_split) if xtopk else 0
+            ) > config.fused_max_splits and tiles_per_split < max(tiles, xtiles, 1):
+                tiles_per_split += 1
     n_split = max(1, triton.cdiv(tiles, tiles_per_split))
     n_xsplit = max(1, triton.cdiv(xtiles, tiles_per_split)) if xtopk else 0
     num_warps = config.num_warps_h64 if block_h >= 32 else config.num_warps_h16
@@ -486,6 +626,8 @@ def sparse_mla_decode(
     `tiles_per_split` (tests, tuning) fixes how many BLOCK_T-token tiles one program walks;
     by default it is chosen so the grid is about `target_programs_per_sm` programs per SM.
     `check=False` skips the input validation (the start-up hook has already done it).
+    `config.fused_merge` selects one launch (the splits merged by the attention kernel's last
+    program per query and head block) over two (attention, then a merge kernel).
     """
     if check:
         reason = unsupported_reason(q, k_cache, indices, extra_k_cache, extra_indices)
@@ -508,6 +650,8 @@ def sparse_mla_decode(
     lse_part = torch.empty(B, plan.n_split_total, H, dtype=torch.float32, device=device)
     out = torch.empty(B, 1, H, D, dtype=torch.bfloat16, device=device)
     lse = torch.empty(B, 1, H, dtype=torch.float32, device=device)
+    fused = config.fused_merge and _stages == "partial+combine"
+    counters = _merge_counters(device, B * plan.n_hblocks) if fused else lse_part
 
     if "partial" in _stages:
         _sparse_mla_partial_kernel[(B, plan.n_split_total, plan.n_hblocks)](
@@ -518,6 +662,8 @@ def sparse_mla_decode(
             extra_topk_length if (has_extra and extra_topk_length is not None) else rows, xtopk,
             extra_k_cache.shape[1] if has_extra else 1, extra_k_cache.stride(0) if has_extra else 1,
             o_part, lse_part, plan.n_split_total, plan.tiles_per_split, float(softmax_scale) * _LOG2E,
+            counters, attn_sink if attn_sink is not None else lse_part,
+            out, out.stride(0), out.stride(2), lse,
             HAS_LEN=topk_length is not None,
             HAS_EXTRA=has_extra,
             HAS_XLEN=has_extra and extra_topk_length is not None,
@@ -526,10 +672,12 @@ def sparse_mla_decode(
             EMULATE_DOT=device.type != "cuda",
             Q_IN_LOOP=config.q_in_loop,
             LOOP_TO_LEN=config.loop_to_len,
+            FUSED_MERGE=fused,
+            HAS_SINK=fused and attn_sink is not None,
             num_warps=plan.num_warps,
             num_stages=config.num_stages,
         )  # fmt: skip
-    if "combine" in _stages:
+    if "combine" in _stages and not fused:
         _sparse_mla_combine_kernel[(B * H, HEAD_DIM // config.combine_block_d)](
             o_part, lse_part, attn_sink if attn_sink is not None else lse_part,
             out, out.stride(0), out.stride(2), lse, H, plan.n_split_total,

@@ -45,6 +45,24 @@ def _ours(case, **kw):
     return smd.sparse_mla_decode(*case.args(), **kw)
 
 
+MERGES = {
+    "two-kernel": dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=False),
+    "fused": dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=True, fused_max_splits=0),
+}
+
+
+@pytest.fixture(params=list(MERGES))
+def merge(request) -> smd.DecodeConfig:
+    """Both ways of merging the top-k splits: a second kernel, or the attention kernel's last
+    program per (query, head block) (in the interpreter, which runs programs one after another,
+    that is the last program of each block in launch order)."""
+    return MERGES[request.param]
+
+
+def _counters_are_zero():
+    return all(int(buf.count_nonzero()) == 0 for buf in smd._COUNTERS.values())
+
+
 @pytest.mark.parametrize(
     "kw",
     [
@@ -77,48 +95,49 @@ def _ours(case, **kw):
     ],
     ids=["extra+sink", "plain", "h20", "h64", "uint8-cache"],
 )
-def test_random_inputs_match_float64_reference(kw, device):
+def test_random_inputs_match_float64_reference(kw, device, merge):
     case = testing.make_case(seed=7, device=device, **kw)
-    _check(*_ours(case, tiles_per_split=1), *_reference(case))
+    _check(*_ours(case, tiles_per_split=1, config=merge), *_reference(case))
+    assert _counters_are_zero()
 
 
-def test_every_index_invalid_gives_zero_output_and_the_sink_as_lse(device):
+def test_every_index_invalid_gives_zero_output_and_the_sink_as_lse(device, merge):
     case = testing.make_case(2, 16, 64, seed=3, device=device, extra_topk=32, sink=True, invalid_frac=1.0)
-    out, lse = _ours(case, tiles_per_split=1)
+    out, lse = _ours(case, tiles_per_split=1, config=merge)
     assert (out == 0).all()
     assert torch.allclose(lse[..., 0].cpu(), case.attn_sink.cpu().expand(2, 16).float(), rtol=0, atol=1e-6)
 
 
-def test_every_index_invalid_without_sink_gives_minus_infinity(device):
+def test_every_index_invalid_without_sink_gives_minus_infinity(device, merge):
     case = testing.make_case(2, 16, 64, seed=4, device=device, extra_topk=32, sink=False, invalid_frac=1.0)
-    out, lse = _ours(case)
+    out, lse = _ours(case, config=merge)
     assert (out == 0).all()
     assert torch.isneginf(lse).all()
 
 
-def test_short_topk_length_ignores_the_tail(device):
+def test_short_topk_length_ignores_the_tail(device, merge):
     case = testing.make_case(2, 16, 96, seed=5, device=device, extra_topk=64, sink=True, invalid_frac=0.0)
     case.topk_length = torch.tensor([1, 33], dtype=torch.int32, device=device)
     case.extra_topk_length = torch.tensor([0, 64], dtype=torch.int32, device=device)
-    out, lse = _ours(case, tiles_per_split=1)
+    out, lse = _ours(case, tiles_per_split=1, config=merge)
     _check(out, lse, *_reference(case))
     # Garbage past topk_length must not matter: overwrite it and expect the same answer.
     case.indices[0, 0, 1:] = 7
     case.indices[1, 0, 33:] = -1
     case.extra_indices[0] = 3
-    out2, lse2 = _ours(case, tiles_per_split=1)
+    out2, lse2 = _ours(case, tiles_per_split=1, config=merge)
     assert torch.equal(out, out2) and torch.equal(lse, lse2)
 
 
-def test_repeated_indices_count_once_per_occurrence(device):
+def test_repeated_indices_count_once_per_occurrence(device, merge):
     case = testing.make_case(1, 16, 64, seed=6, device=device, sink=False, lengths="none", invalid_frac=0.0)
     case.indices[0, 0, :48] = 11  # one token 48 times, 16 others once
-    out, lse = _ours(case, tiles_per_split=1)
+    out, lse = _ours(case, tiles_per_split=1, config=merge)
     ref_out, ref_lse = _reference(case)
     _check(out, lse, ref_out, ref_lse)
     # Counting the repeat once would move the LSE by about log(48) for heads that favour it.
     case.indices[0, 0, 1:48] = -1
-    _, lse_once = _ours(case, tiles_per_split=1)
+    _, lse_once = _ours(case, tiles_per_split=1, config=merge)
     assert (lse.cpu() - lse_once.cpu()).abs().max() > 0.5
 
 
@@ -145,7 +164,7 @@ def test_launch_variants_compute_the_same_function(knobs, device):
     _check(*_ours(case, config=dataclasses.replace(smd.DEFAULT_CONFIG, **knobs)), *_reference(case))
 
 
-def test_every_output_element_is_written(device, monkeypatch):
+def test_every_output_element_is_written(device, monkeypatch, merge):
     """Outputs come from torch.empty: fill those with NaN first; any element left unwritten shows."""
     real_empty = torch.empty
 
@@ -155,7 +174,7 @@ def test_every_output_element_is_written(device, monkeypatch):
 
     monkeypatch.setattr(smd.torch, "empty", poisoned_empty)
     case = testing.make_case(2, 20, 64, seed=9, device=device, extra_topk=32, sink=True)
-    out, lse = _ours(case, tiles_per_split=1)
+    out, lse = _ours(case, tiles_per_split=1, config=merge)
     assert not out.isnan().any() and not lse.isnan().any()
 
 
@@ -170,12 +189,41 @@ def test_layout_matches_sglangs_own_torch_dequantiser():
     assert torch.equal(testing.dequantize_tokens(cache), theirs)
 
 
-def test_matches_sglangs_kernel_on_the_same_inputs(device):
+def test_matches_sglangs_kernel_on_the_same_inputs(device, merge):
     kw = {"fixed_block_t": 16} if device == "cpu" else {}
     sgl = testing.load_sglang_kernel_module(**kw)
     case = testing.make_case(1, 16, 64, seed=12, device=device, extra_topk=64, sink=True)
     s_out, s_lse = sgl.flash_mla_sparse_decode_triton(*case.args())
-    _check(*_ours(case), s_out[:, 0].double(), s_lse[..., 0].double(), "vs SGLang")
+    _check(*_ours(case, config=merge), s_out[:, 0].double(), s_lse[..., 0].double(), "vs SGLang")
+
+
+def test_fused_merge_equals_the_two_kernel_merge_and_leaves_its_counters_at_zero(device):
+    """Same answer both ways, call after call on the same counters; every counter back at 0."""
+    case = testing.make_case(2, 40, 128, seed=14, device=device, extra_topk=64, sink=True)
+    two = _ours(case, tiles_per_split=1, config=MERGES["two-kernel"])
+    for _ in range(3):
+        fused = _ours(case, tiles_per_split=1, config=MERGES["fused"])
+        assert (two[0].float() - fused[0].float()).abs().max() <= 8e-3
+        assert (two[1] - fused[1]).abs().max() <= 1e-5
+        assert _counters_are_zero()
+    # A single split: the only program is the last one.
+    one = _ours(case, tiles_per_split=8, config=MERGES["fused"])
+    _check(*one, *_reference(case), "one split")
+    assert _counters_are_zero()
+
+
+def test_fused_max_splits_caps_the_splits_per_query():
+    q = torch.zeros(1, 1, 64, smd.HEAD_DIM, dtype=torch.bfloat16)
+    rows = torch.zeros(1, 1024, dtype=torch.int32)
+    cfg = dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=True, fused_max_splits=2)
+    for xtopk in (0, 512):
+        plan = smd._plan(q, rows, xtopk, cfg, None)
+        assert plan.n_split_total <= 2
+        uncapped = smd._plan(q, rows, xtopk, dataclasses.replace(cfg, fused_max_splits=0), None)
+        assert uncapped.n_split_total > 2
+    # The cap never drops below one split per cache.
+    plan = smd._plan(q, rows, 512, dataclasses.replace(cfg, fused_max_splits=1), None)
+    assert (plan.n_split, plan.n_split_total) == (1, 2)
 
 
 def test_rejects_layouts_it_does_not_implement():
@@ -208,7 +256,7 @@ GPU_SHAPES = [
     "shape", GPU_SHAPES, ids=lambda s: "B{batch}H{heads}K{topk}X{extra_topk}".format(**s)
 )
 @pytest.mark.parametrize("sink", [True, False], ids=["sink", "nosink"])
-def test_gpu_matches_reference_and_sglang_at_model_sizes(shape, sink):
+def test_gpu_matches_reference_and_sglang_at_model_sizes(shape, sink, merge):
     sgl = testing.load_sglang_kernel_module()
     case = testing.make_case(
         seed=shape["batch"] * 7 + shape["topk"],
@@ -218,7 +266,7 @@ def test_gpu_matches_reference_and_sglang_at_model_sizes(shape, sink):
         extra_num_pages=64,
         **shape,
     )
-    out, lse = _ours(case)
+    out, lse = _ours(case, config=merge)
     _check(out, lse, *_reference(case), "vs reference")
     s_out, s_lse = sgl.flash_mla_sparse_decode_triton(*case.args())
     _check(out, lse, s_out[:, 0].double(), s_lse[..., 0].double(), "vs SGLang")
@@ -226,7 +274,7 @@ def test_gpu_matches_reference_and_sglang_at_model_sizes(shape, sink):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case_name", ["all-invalid", "short-lengths", "repeats", "no-extra-no-sink"])
-def test_gpu_adversarial_inputs_match_sglang(case_name):
+def test_gpu_adversarial_inputs_match_sglang(case_name, merge):
     sgl = testing.load_sglang_kernel_module()
     case = testing.make_case(8, 64, 512, seed=21, device="cuda", extra_topk=512, sink=True, num_pages=64,
                              extra_num_pages=64)  # fmt: skip
@@ -240,7 +288,7 @@ def test_gpu_adversarial_inputs_match_sglang(case_name):
         case.indices[:, :, ::2] = case.indices[:, :, :1]
     else:
         case.extra_k_cache = case.extra_indices = case.extra_topk_length = case.attn_sink = None
-    out, lse = _ours(case)
+    out, lse = _ours(case, config=merge)
     ref_out, ref_lse = _reference(case)
     _check(out, lse, ref_out, ref_lse, "vs reference")
     s_out, s_lse = sgl.flash_mla_sparse_decode_triton(*case.args())
@@ -248,23 +296,32 @@ def test_gpu_adversarial_inputs_match_sglang(case_name):
 
 
 @pytest.mark.gpu
-def test_gpu_runs_inside_a_cuda_graph():
-    """SGLang captures decode in CUDA graphs: capture, change the inputs in place, replay."""
+@pytest.mark.parametrize("batch", [1, 4])
+def test_gpu_runs_inside_a_cuda_graph(merge, batch):
+    """SGLang captures decode in CUDA graphs: capture, change the inputs in place, replay (many
+    times: the fused merge's counters must come back to 0 after every replay)."""
     case = testing.make_case(
-        4, 64, 512, seed=31, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64
+        batch, 64, 512, seed=31, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64
     )
     args = case.args()
-    for _ in range(2):
-        _ours(case)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm up (and allocate the counters) on the capture's stream
+        for _ in range(2):
+            smd.sparse_mla_decode(*args, config=merge)
+    torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out, lse = smd.sparse_mla_decode(*args)
-    fresh = testing.make_case(
-        4, 64, 512, seed=32, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64
-    )
-    case.q.copy_(fresh.q)
-    case.indices.copy_(fresh.indices)
-    graph.replay()
-    torch.cuda.synchronize()
-    _check(out, lse, *_reference(case), "graph replay")
+    with torch.cuda.graph(graph, stream=stream):
+        out, lse = smd.sparse_mla_decode(*args, config=merge)
+    for seed in (32, 33):
+        fresh = testing.make_case(
+            batch, 64, 512, seed=seed, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64
+        )
+        case.q.copy_(fresh.q)
+        case.indices.copy_(fresh.indices)
+        for _ in range(5):
+            graph.replay()
+        torch.cuda.synchronize()
+        _check(out, lse, *_reference(case), "graph replay")
+        assert _counters_are_zero()
