@@ -75,8 +75,9 @@ lock: ## resolve docker/lock.toml's pins into the hashed docker/requirements/*.t
 buildx: ## install the docker buildx plugin from Debian's archive when the CLI lacks it
 	docker/install-buildx.sh
 
-lint: ## hadolint every Dockerfile (ignores justified in .hadolint.yaml)
+lint: $(STAMP) ## hadolint every Dockerfile (ignores justified in .hadolint.yaml) and ruff on the Python
 	$(BIN)/hadolint --config .hadolint.yaml docker/*.Dockerfile
+	$(BIN)/ruff check bundle tests benchmarks kernels
 
 .PHONY: image image-plan lock buildx lint
 

@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 from functools import lru_cache
-from pathlib import Path
 
 from bundle.paths import PACKAGE_DIR
 

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from bundle import levers
 from bundle.errors import BundleError
 from bundle.workers import ComposeWorkers, HttpWorkers, Workers
+from bundle.cmdline import option_value
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
@@ -110,18 +111,6 @@ class Attestation:
 
 
 # ---- what the config asks for ----------------------------------------------------------------
-def _flag_value(extra_args: tuple[str, ...] | list[str], flag: str) -> str | None:
-    """The value of `--flag V` / `--flag=V` in a role's extra_args (the last one wins, as argparse)."""
-    value = None
-    args = list(extra_args)
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-    return value
-
-
 def expectations(dep, topology: str) -> dict[str, Expected]:
     lv = dep.levers
     env = levers.environment(lv)
@@ -134,17 +123,17 @@ def expectations(dep, topology: str) -> dict[str, Expected]:
     out = {}
     for role in dep.roles(topology):
         extra = role.extra_args
-        graphs_off = (_flag_value(extra, "--cuda-graph-backend-decode") == "disabled"
+        graphs_off = (option_value(extra, "--cuda-graph-backend-decode") == "disabled"
                       or "--disable-cuda-graph" in extra)
         exp = Expected(
             role=role.name, tp_size=role.tp_size,
-            kv_cache_dtype=_flag_value(extra, "--kv-cache-dtype") or lv["kv_cache_dtype"],
-            moe_runner=_flag_value(extra, "--moe-runner-backend") or lv["moe_runner"],
+            kv_cache_dtype=option_value(extra, "--kv-cache-dtype") or lv["kv_cache_dtype"],
+            moe_runner=option_value(extra, "--moe-runner-backend") or lv["moe_runner"],
             sparse_mla_env=role.env.get("SGLANG_SM120_FLASHMLA_BACKEND", env["SM120_SPARSE_MLA_BACKEND"]),
             overlay=env["BUNDLE_SPARSE_MLA_OVERLAY"] == "1",
             cuda_graphs=bool(lv["cuda_graphs"]) and not graphs_off,
             speculative="mtp" if (lv["speculative"] == "mtp"
-                                  or _flag_value(extra, "--speculative-algorithm")) else "none",
+                                  or option_value(extra, "--speculative-algorithm")) else "none",
             pcie_safe=bool(lv["pcie_safe_collectives"]), sglang_version=version)
         if topology == "pd":
             exp.disaggregation_mode = role.name

@@ -9,7 +9,6 @@ only says how many completed. When no request succeeds bench_serving writes no l
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 # The metrics a bench report keeps, as bench_serving names them.
@@ -62,18 +61,9 @@ def arguments(level: Level, *, base_url: str, tokenizer: str, output_file: str,
 
 def parse_lines(text: str) -> list[dict]:
     """Every JSON object line of an output file (bench_serving appends; damaged lines are skipped)."""
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
+    from bundle.report import parse_jsonl
+
+    return parse_jsonl(text)
 
 
 def summarize(result: dict, *, num_prompts: int) -> dict:

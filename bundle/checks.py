@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundle import argspec, levers
+from bundle.cmdline import option_value
 from bundle.config import Deployment
 from bundle.errors import ConfigError
 from bundle.render import ROUTER_MODULE, SERVER_MODULE, compose_files, environment, program_args, resolved_commands
@@ -158,7 +159,7 @@ def _check_command_lines(dep: Deployment, topology: str, env: dict[str, str] | N
                 error(role.key_path + ("extra_args",),
                       f"the {service} command line is rejected by SGLang's parser: {problem}")
             if service == "prefill":
-                prefill_bootstrap = _option_value(server_args, "--disaggregation-bootstrap-port")
+                prefill_bootstrap = option_value(server_args, "--disaggregation-bootstrap-port")
         args = program_args(argv, ROUTER_MODULE)
         if args is not None:
             router_args = args
@@ -172,16 +173,6 @@ def _check_command_lines(dep: Deployment, topology: str, env: dict[str, str] | N
             error(("pd", "bootstrap_port"),
                   f"the router pairs prefill with bootstrap port {router_bootstrap} but prefill listens on "
                   f"{prefill_bootstrap}; requests would fail with 'connection refused'")
-
-
-def _option_value(args: list[str], flag: str) -> str | None:
-    value = None
-    for i, token in enumerate(args):
-        if token == flag and i + 1 < len(args):
-            value = args[i + 1]
-        elif token.startswith(flag + "="):
-            value = token.split("=", 1)[1]
-    return value
 
 
 def _router_prefill_bootstrap(args: list[str]) -> str | None:

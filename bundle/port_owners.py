@@ -103,6 +103,8 @@ def bind_free(host: str, port: int) -> bool:
     """Fallback where /proc is not there: try to bind (and release at once)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
+        # As a server would bind: a port merely in TIME_WAIT is free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

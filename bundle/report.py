@@ -56,12 +56,10 @@ def append_jsonl(path: Path, record: dict) -> Path:
     return path
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Every readable line; a damaged line (an interrupted write) is skipped, not fatal."""
-    if not path.is_file():
-        return []
+def parse_jsonl(text: str) -> list[dict]:
+    """Every JSON object line; a damaged line (an interrupted write) is skipped, not fatal."""
     records = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         line = line.strip()
         if not line:
             continue
@@ -72,6 +70,10 @@ def read_jsonl(path: Path) -> list[dict]:
         if isinstance(value, dict):
             records.append(value)
     return records
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return parse_jsonl(path.read_text()) if path.is_file() else []
 
 
 def previous_bench(history: list[dict], *, topology: str) -> dict | None:

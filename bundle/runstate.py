@@ -53,7 +53,7 @@ def load(project: str) -> LaunchRecord:
     path = project_dir(project) / RECORD_NAME
     if not path.is_file():
         raise BundleError(f"{path}: no launch recorded for project {project!r}",
-                          hint=f"launch it first (`bundle launch ...`), or check BUNDLE_RUNS_DIR",
+                          hint="launch it first (`bundle launch ...`), or check BUNDLE_RUNS_DIR",
                           exit_code=EXIT_CONFIG)
     try:
         return LaunchRecord(**json.loads(path.read_text()))

@@ -11,12 +11,11 @@ import argparse
 import json
 import time
 
-from bundle import docker, runstate
+from bundle import docker, port_owners, runstate
 from bundle.commands._common import add_config_argument, add_topology_argument, load_checked
 from bundle.durations import parse_duration
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.frontdoor import front_door
-from bundle.ports import is_free, owner
 from bundle.ready import BackgroundUp, NotReady, wait_ready
 from bundle.render import render
 
@@ -56,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
                           hint=f"`bundle status {topology}` to look, `bundle down {topology}` to stop it",
                           exit_code=EXIT_ENVIRONMENT)
     host, port = dep.network["host_address"], dep.network["front_port"]
-    if not is_free(host, port):
-        who = owner(port)
+    if not port_owners.bind_free(host, port):
+        holders = [h.describe() for h in port_owners.conflicts(host, port)]
         raise BundleError(f"{host}:{port} (network.front_port) is already in use"
-                          + (f" by {who}" if who else ""),
+                          + (f": {'; '.join(holders)}" if holders else ""),
                           hint="stop that process or choose another network.front_port",
                           exit_code=EXIT_ENVIRONMENT)
     knobs = _sim_knobs(args.sim, args.rehearsal)
