@@ -6,6 +6,7 @@ import argparse
 
 from bundle import runstate
 from bundle.config import find_config, load_config
+from bundle.errors import BundleError
 from bundle.render import render
 
 
@@ -15,7 +16,7 @@ def launched(args: argparse.Namespace, topology: str) -> runstate.LaunchRecord:
     project = dep.project_name(topology)
     try:
         return runstate.load(project)
-    except Exception:  # no record (runs/ wiped, or launched by plain compose): render it again
+    except BundleError:  # no record (runs/ wiped, or launched by plain compose): render it again
         rendered = render(dep, topology)
         return runstate.LaunchRecord(project=project, topology=topology,
                                      compose_files=[str(f) for f in rendered.compose_files],
