@@ -131,8 +131,10 @@ def _level(record: dict | None, concurrency: int) -> dict | None:
 
 def bench_table(record: dict) -> Table:
     """This run's levels: every metric, requests completed/failed, and how each level ended."""
+    simulated = " [REHEARSAL: simulated workers, numbers are the simulator's settings]" \
+        if record.get("rehearsal") else ""
     table = Table(title=f"bench {record['topology']} ({record.get('label') or 'no label'}): "
-                        f"{record['config']['input_len']} in / {record['config']['output_len']} out",
+                        f"{record['config']['input_len']} in / {record['config']['output_len']} out{simulated}",
                   title_justify="left")
     table.add_column("C", justify="right")
     table.add_column("status")
@@ -156,6 +158,8 @@ def comparison_table(record: dict, baseline: dict | None, previous: dict | None)
     note = "" if method == BASELINE_METHOD else (
         f" (the baseline was measured at {BASELINE_METHOD['input_len']} in / {BASELINE_METHOD['output_len']}"
         f" out; this run used {method['input_len']} / {method['output_len']}: not like for like)")
+    if record.get("rehearsal"):
+        note += " (a rehearsal against simulated workers: not comparable with a GPU baseline)"
     table = Table(title="compared with" + note, title_justify="left")
     for column in ("against", "C", "metric", "then", "now", "change"):
         table.add_column(column, justify="right" if column in ("C", "then", "now", "change") else "left")
