@@ -131,7 +131,7 @@ def _level(record: dict | None, concurrency: int) -> dict | None:
 
 def bench_table(record: dict) -> Table:
     """This run's levels: every metric, requests completed/failed, and how each level ended."""
-    simulated = " [REHEARSAL: simulated workers, numbers are the simulator's settings]" \
+    simulated = " (REHEARSAL: simulated workers; the numbers are the simulator's settings)" \
         if record.get("rehearsal") else ""
     table = Table(title=f"bench {record['topology']} ({record.get('label') or 'no label'}): "
                         f"{record['config']['input_len']} in / {record['config']['output_len']} out{simulated}",
