@@ -181,22 +181,24 @@ class SmokeRunner:
             return expect in record["answer"], f"expected {expect!r} in {record['answer']!r}"
         self._step(f"answer{tag}", answer)
 
-        def streamed():
-            record["streamed"] = self.front.redact(self.chat_streamed(prompt))
-            if record["answer"] is None:
-                return False, f"streamed {record['streamed']!r}; no plain answer to compare with"
-            same = record["streamed"] == record["answer"]
-            return same, ("streamed text equals the plain answer" if same else
-                          f"streamed {record['streamed']!r} != plain {record['answer']!r}")
+        def compared_with_answer(key: str, fetch, missing: str, same_text: str, differs: str):
+            """Fetch a second answer into record[key] and compare it with the plain one."""
+            def step():
+                record[key] = self.front.redact(fetch(prompt))
+                if record["answer"] is None:
+                    return False, missing.format(other=record[key])
+                same = record[key] == record["answer"]
+                return same, same_text if same else differs.format(other=record[key], answer=record["answer"])
+            return step
+
+        streamed = compared_with_answer(
+            "streamed", self.chat_streamed, "streamed {other!r}; no plain answer to compare with",
+            "streamed text equals the plain answer", "streamed {other!r} != plain {answer!r}")
         self._step(f"streaming{tag}", streamed)
 
-        def repeated():
-            record["repeated"] = self.front.redact(self.chat(prompt))
-            if record["answer"] is None:
-                return False, f"second run gave {record['repeated']!r}; the first gave nothing"
-            same = record["repeated"] == record["answer"]
-            return same, ("temperature 0 twice: identical" if same else
-                          f"temperature 0 twice: {record['answer']!r} then {record['repeated']!r}")
+        repeated = compared_with_answer(
+            "repeated", self.chat, "second run gave {other!r}; the first gave nothing",
+            "temperature 0 twice: identical", "temperature 0 twice: {answer!r} then {other!r}")
         self._step(f"greedy repeatable{tag}", repeated)
 
     # ---- pd: did the requests pass through both workers? --------------------------------------
