@@ -46,16 +46,21 @@ SWEEP = {
     "h64-one-program": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=64),
 }
 
-# The two ways to merge the top-k splits: a second kernel, or the attention kernel's last program
-# per (query, head block) ("fused"), the latter with the split capped at N per query ("fused-capN").
-TWO_KERNEL = dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=False)
+# The ways to merge the top-k splits (DecodeConfig.merge), with the knobs that matter at batch 1:
+# the "spin" wait's back-off and merge tile, 8 warps for 16-head programs, 16-head programs for
+# 64 heads (`-h16`).
+TWO_KERNEL = dataclasses.replace(smd.DEFAULT_CONFIG, merge="kernel")
 MERGES = {
-    "two-kernel": TWO_KERNEL,
-    "fused": dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=True, fused_max_splits=0),
-    **{
-        f"fused-cap{n}": dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=True, fused_max_splits=n)
-        for n in (8, 4, 2)
-    },
+    "kernel": TWO_KERNEL,
+    "pdl": dataclasses.replace(smd.DEFAULT_CONFIG, merge="pdl"),
+    "last": dataclasses.replace(smd.DEFAULT_CONFIG, merge="last"),
+    "spin": dataclasses.replace(smd.DEFAULT_CONFIG, merge="spin"),
+    "spin-sleep": dataclasses.replace(smd.DEFAULT_CONFIG, merge="spin", spin_sleep_ns=200),
+    "spin-small-tile": dataclasses.replace(smd.DEFAULT_CONFIG, merge="spin", spin_merge_values_per_thread=16),
+    "pdl-8w": dataclasses.replace(smd.DEFAULT_CONFIG, merge="pdl", num_warps_h16=8),
+    "kernel-h16": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=16),
+    "pdl-h16": dataclasses.replace(smd.DEFAULT_CONFIG, merge="pdl", max_block_h=16),
+    "pdl-8w-h16": dataclasses.replace(smd.DEFAULT_CONFIG, merge="pdl", max_block_h=16, num_warps_h16=8),
 }
 
 
@@ -173,6 +178,7 @@ def run(args) -> dict:
                 e_sgl = _errors(o, lse_, o2[:, 0].double(), l2[..., 0].double())
                 row["merges"][name] = {
                     "gpu_us": _gpu_us(lambda c=cfg: ours(c)),  # noqa: B023
+                    "merge_ran": plan.merge,
                     "n_split_total": plan.n_split_total, "tiles_per_split": plan.tiles_per_split,
                     "vs_ref_out": e_ref[0], "vs_ref_lse": e_ref[1],
                     "vs_sglang_out": e_sgl[0], "vs_sglang_lse": e_sgl[1],
@@ -212,7 +218,8 @@ def markdown_merges(result: dict) -> str:
     lines = [
         (
             f"Measured on {m['device']} ({m['sms']} SMs), torch {m['torch']}, triton {m['triton']}, {m['when']}. "
-            f"gpu us, medians; empty Triton kernel {e:.2f} us. Cells: time (splits per query, x empty launch)."
+            f"gpu us, medians; empty Triton kernel {e:.2f} us. Cells: time (splits per query, x empty launch"
+            ", and the merge that ran where the requested one fell back)."
         ),
         "",
         "| B | H | top-k | extra | SGLang | two-kernel partial only | "
@@ -222,7 +229,10 @@ def markdown_merges(result: dict) -> str:
     ]
     for r in result["rows"]:
         cells = [
-            f"{v['gpu_us']:.1f} ({v['n_split_total']}, {v['gpu_us'] / e:.2f}x)" for v in r["merges"].values()
+            f"{v['gpu_us']:.1f} ({v['n_split_total']}, {v['gpu_us'] / e:.2f}x"
+            + ("" if v["merge_ran"] == n.split("-")[0] else f", ran {v['merge_ran']}")
+            + ")"
+            for n, v in r["merges"].items()
         ]
         err = max(v["vs_ref_out"] for v in r["merges"].values())
         lines.append(
@@ -287,7 +297,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--merges",
         action="store_true",
-        help="gpu timing only: SGLang, and ours merging by two kernels or fused",
+        help="gpu timing only: SGLang, and ours with each merge of the top-k splits (MERGES)",
     )
     ap.add_argument("--jsonl", type=Path, help="append each row here as it is measured")
     ns = ap.parse_args(argv)

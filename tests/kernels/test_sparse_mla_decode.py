@@ -45,17 +45,20 @@ def _ours(case, **kw):
     return smd.sparse_mla_decode(*case.args(), **kw)
 
 
-MERGES = {
-    "two-kernel": dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=False),
-    "fused": dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=True, fused_max_splits=0),
-}
+MERGES = {name: dataclasses.replace(smd.DEFAULT_CONFIG, merge=name) for name in smd.MERGES}
+# "pdl" and "spin" need a GPU (griddepcontrol; programs that wait for each other, which the
+# interpreter, running programs one after another, cannot do): elsewhere they fall back to
+# "kernel", which is tested already.
+GPU_ONLY_MERGES = ("pdl", "spin")
 
 
 @pytest.fixture(params=list(MERGES))
-def merge(request) -> smd.DecodeConfig:
-    """Both ways of merging the top-k splits: a second kernel, or the attention kernel's last
-    program per (query, head block) (in the interpreter, which runs programs one after another,
-    that is the last program of each block in launch order)."""
+def merge(request, device) -> smd.DecodeConfig:
+    """Every way of merging the top-k splits: a second kernel, the same as a programmatic
+    dependent launch, the attention kernel's last program per (query, head block) (in the
+    interpreter, the last of each block in launch order), or all its programs, a slice each."""
+    if request.param in GPU_ONLY_MERGES and device != "cuda":
+        pytest.skip(f'merge="{request.param}" runs on a GPU only (elsewhere it falls back to "kernel")')
     return MERGES[request.param]
 
 
@@ -197,33 +200,59 @@ def test_matches_sglangs_kernel_on_the_same_inputs(device, merge):
     _check(*_ours(case, config=merge), s_out[:, 0].double(), s_lse[..., 0].double(), "vs SGLang")
 
 
-def test_fused_merge_equals_the_two_kernel_merge_and_leaves_its_counters_at_zero(device):
-    """Same answer both ways, call after call on the same counters; every counter back at 0."""
+def test_in_kernel_merges_equal_the_two_kernel_merge_and_leave_their_counters_at_zero(device, merge):
+    """Same answer as the merge kernel, call after call on the same counters; every counter back
+    at 0 ("last" and "spin" count arrivals in them; the others must leave them alone)."""
     case = testing.make_case(2, 40, 128, seed=14, device=device, extra_topk=64, sink=True)
-    two = _ours(case, tiles_per_split=1, config=MERGES["two-kernel"])
+    two = _ours(case, tiles_per_split=1, config=MERGES["kernel"])
     for _ in range(3):
-        fused = _ours(case, tiles_per_split=1, config=MERGES["fused"])
-        assert (two[0].float() - fused[0].float()).abs().max() <= 8e-3
-        assert (two[1] - fused[1]).abs().max() <= 1e-5
+        other = _ours(case, tiles_per_split=1, config=merge)
+        assert (two[0].float() - other[0].float()).abs().max() <= 8e-3
+        assert (two[1] - other[1]).abs().max() <= 1e-5
         assert _counters_are_zero()
-    # A single split: the only program is the last one.
-    one = _ours(case, tiles_per_split=8, config=MERGES["fused"])
+    # A single split: the only program is the last one, and waits for nobody.
+    one = _ours(case, tiles_per_split=8, config=merge)
     _check(*one, *_reference(case), "one split")
     assert _counters_are_zero()
 
 
-def test_fused_max_splits_caps_the_splits_per_query():
+def test_last_max_splits_caps_the_splits_per_query():
     q = torch.zeros(1, 1, 64, smd.HEAD_DIM, dtype=torch.bfloat16)
     rows = torch.zeros(1, 1024, dtype=torch.int32)
-    cfg = dataclasses.replace(smd.DEFAULT_CONFIG, fused_merge=True, fused_max_splits=2)
+    cfg = dataclasses.replace(smd.DEFAULT_CONFIG, merge="last", last_max_splits=2)
     for xtopk in (0, 512):
         plan = smd._plan(q, rows, xtopk, cfg, None)
         assert plan.n_split_total <= 2
-        uncapped = smd._plan(q, rows, xtopk, dataclasses.replace(cfg, fused_max_splits=0), None)
+        uncapped = smd._plan(q, rows, xtopk, dataclasses.replace(cfg, last_max_splits=0), None)
         assert uncapped.n_split_total > 2
     # The cap never drops below one split per cache.
-    plan = smd._plan(q, rows, 512, dataclasses.replace(cfg, fused_max_splits=1), None)
+    plan = smd._plan(q, rows, 512, dataclasses.replace(cfg, last_max_splits=1), None)
     assert (plan.n_split, plan.n_split_total) == (1, 2)
+
+
+def test_merges_that_need_a_gpu_or_one_wave_fall_back(monkeypatch):
+    """The "spin" merge runs only where every program fits in one wave, "pdl" only on sm_90+."""
+    cfg = dataclasses.replace(smd.DEFAULT_CONFIG, merge="spin")
+    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
+    assert smd._merge_for(cfg, cpu, 4) == "kernel"
+    monkeypatch.setattr(smd, "_device_sms", lambda dev: 132)
+    monkeypatch.setattr(smd.torch.cuda, "get_device_capability", lambda dev=None: (9, 0))
+    assert smd._merge_for(cfg, gpu, 132) == "spin"
+    assert smd._merge_for(cfg, gpu, 133) == "pdl"
+    monkeypatch.setattr(smd.torch.cuda, "get_device_capability", lambda dev=None: (8, 9))
+    assert smd._merge_for(cfg, gpu, 133) == "kernel"
+    assert smd._merge_for(dataclasses.replace(cfg, merge="last"), cpu, 10**6) == "last"
+    with pytest.raises(ValueError, match="merge must be one of"):
+        smd._merge_for(dataclasses.replace(cfg, merge="fused"), cpu, 1)
+
+
+def test_spin_merge_tile_covers_every_split_within_its_register_budget():
+    for n_split in (1, 2, 3, 16, 33, 48, 64, 129):
+        for warps in (4, 8):
+            splits, cols = smd._spin_tile(n_split, warps, 64)
+            assert splits >= n_split and splits & (splits - 1) == 0
+            assert cols & (cols - 1) == 0 and 16 <= cols <= 1024
+            assert splits * cols <= max(64 * 32 * warps, splits * 16)
 
 
 def test_rejects_layouts_it_does_not_implement():
@@ -299,11 +328,13 @@ def test_gpu_adversarial_inputs_match_sglang(case_name, merge):
 @pytest.mark.parametrize("batch", [1, 4])
 def test_gpu_runs_inside_a_cuda_graph(merge, batch):
     """SGLang captures decode in CUDA graphs: capture, change the inputs in place, replay (many
-    times: the fused merge's counters must come back to 0 after every replay)."""
+    times: the in-kernel merges' counters must come back to 0 after every replay)."""
     case = testing.make_case(
         batch, 64, 512, seed=31, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64
     )
     args = case.args()
+    if batch == 1:  # one wave on any GPU this runs on: the requested merge runs, no fallback
+        assert smd._plan(case.q, smd._rows(case.indices, 1), 512, merge, None).merge == merge.merge
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm up (and allocate the counters) on the capture's stream
