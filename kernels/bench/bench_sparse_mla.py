@@ -46,21 +46,15 @@ SWEEP = {
     "h64-one-program": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=64),
 }
 
-# The ways to merge the top-k splits (DecodeConfig.merge), with the knobs that matter at batch 1:
-# the "spin" wait's back-off and merge tile, 8 warps for 16-head programs, 16-head programs for
-# 64 heads (`-h16`).
+# The ways to merge the top-k splits (DecodeConfig.merge), and the default before 2026-11-30
+# (`kernel-4w`: the merge kernel, 4 warps for 16-head programs) as the baseline of the change.
 TWO_KERNEL = dataclasses.replace(smd.DEFAULT_CONFIG, merge="kernel")
 MERGES = {
-    "kernel": TWO_KERNEL,
-    "pdl": dataclasses.replace(smd.DEFAULT_CONFIG, merge="pdl"),
-    "last": dataclasses.replace(smd.DEFAULT_CONFIG, merge="last"),
-    "spin": dataclasses.replace(smd.DEFAULT_CONFIG, merge="spin"),
-    "spin-sleep": dataclasses.replace(smd.DEFAULT_CONFIG, merge="spin", spin_sleep_ns=200),
-    "spin-small-tile": dataclasses.replace(smd.DEFAULT_CONFIG, merge="spin", spin_merge_values_per_thread=16),
-    "pdl-8w": dataclasses.replace(smd.DEFAULT_CONFIG, merge="pdl", num_warps_h16=8),
-    "kernel-h16": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=16),
-    "pdl-h16": dataclasses.replace(smd.DEFAULT_CONFIG, merge="pdl", max_block_h=16),
-    "pdl-8w-h16": dataclasses.replace(smd.DEFAULT_CONFIG, merge="pdl", max_block_h=16, num_warps_h16=8),
+    "kernel-4w": dataclasses.replace(smd.DEFAULT_CONFIG, merge="kernel", num_warps_h16=4),
+    **{
+        name: dataclasses.replace(smd.DEFAULT_CONFIG, merge=name)
+        for name in ("kernel", "pdl", "last", "auto")
+    },
 }
 
 
@@ -78,7 +72,7 @@ def _capture(fn, calls: int) -> torch.cuda.CUDAGraph:
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    # Capture on the warm-up stream: the fused merge's counters (per stream) exist by now, so their
+    # Capture on the warm-up stream: the "last" merge's counters (per stream) exist by now, so their
     # one-time zeroing is not captured into the graph.
     with torch.cuda.graph(graph, stream=stream):
         for _ in range(calls):
@@ -172,6 +166,8 @@ def run(args) -> dict:
                    "ours_partial_gpu_us": _gpu_us(lambda: ours(TWO_KERNEL, st="partial")),  # noqa: B023
                    "merges": {}}  # fmt: skip
             for name, cfg in MERGES.items():
+                if args.variants and name not in args.variants:
+                    continue
                 o, lse_ = ours(cfg)
                 plan = smd._plan(case.q, smd._rows(case.indices, b), xk, cfg, None)
                 e_ref = _errors(o, lse_, ref_o, ref_l)
@@ -219,13 +215,13 @@ def markdown_merges(result: dict) -> str:
         (
             f"Measured on {m['device']} ({m['sms']} SMs), torch {m['torch']}, triton {m['triton']}, {m['when']}. "
             f"gpu us, medians; empty Triton kernel {e:.2f} us. Cells: time (splits per query, x empty launch"
-            ", and the merge that ran where the requested one fell back)."
+            ", and the merge that ran where the column names another)."
         ),
         "",
         "| B | H | top-k | extra | SGLang | two-kernel partial only | "
         + " | ".join(names)
-        + " | max out err vs ref |",
-        "|---|---|---|---|---|---|" + "---|" * len(names) + "---|",
+        + f" | SGLang / {names[-1]} | max out err vs ref |",
+        "|---|---|---|---|---|---|" + "---|" * len(names) + "---|---|",
     ]
     for r in result["rows"]:
         cells = [
@@ -237,7 +233,9 @@ def markdown_merges(result: dict) -> str:
         err = max(v["vs_ref_out"] for v in r["merges"].values())
         lines.append(
             f"| {r['B']} | {r['H']} | {r['topk']} | {r['extra']} | {r['sglang_gpu_us']:.1f} "
-            f"| {r['ours_partial_gpu_us']:.1f} | " + " | ".join(cells) + f" | {err:.1e} |"
+            f"| {r['ours_partial_gpu_us']:.1f} | "
+            + " | ".join(cells)
+            + f" | {r['sglang_gpu_us'] / r['merges'][names[-1]]['gpu_us']:.1f}x | {err:.1e} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -298,6 +296,9 @@ def main(argv=None) -> int:
         "--merges",
         action="store_true",
         help="gpu timing only: SGLang, and ours with each merge of the top-k splits (MERGES)",
+    )
+    ap.add_argument(
+        "--variants", type=lambda v: v.split(","), help=f"with --merges: only these of {', '.join(MERGES)}"
     )
     ap.add_argument("--jsonl", type=Path, help="append each row here as it is measured")
     ns = ap.parse_args(argv)

@@ -120,19 +120,21 @@ def _sass_mnemonics(cubin: bytes) -> dict:
 def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
     """The specialisations a DeepSeek-V4-Flash server compiles: head blocks of 16 and of
     `max_block_h` (64 heads run as blocks of it), with and without the extra cache, topk_length
-    and sink present (as SGLang always passes them); each as the two-kernel path's attention
-    kernel and as the fused path's (attention + last-program merge, suffix `+fused`)."""
-    for block_h, has_extra, fused in itertools.product(
+    and sink present (as SGLang always passes them); each as the attention kernel the merge
+    kernel follows (as a programmatic dependent launch, "pdl": that adds one instruction) and as
+    the one with the "last" merge inside (suffix `+last`)."""
+    for block_h, has_extra, last in itertools.product(
         sorted({16, min(64, config.max_block_h)}), (False, True), (False, True)
     ):
         if True:
             yield (
-                f"H{block_h}{'+extra' if has_extra else ''}{'+fused' if fused else ''}",
+                f"H{block_h}{'+extra' if has_extra else ''}{'+last' if last else ''}",
                 smd._sparse_mla_partial_kernel,
                 _PARTIAL_ARGS,
                 {"HAS_LEN": True, "HAS_EXTRA": has_extra, "HAS_XLEN": has_extra, "BLOCK_H": block_h,
                      "BLOCK_T": config.block_t, "EMULATE_DOT": False, "Q_IN_LOOP": config.q_in_loop,
-                     "LOOP_TO_LEN": config.loop_to_len, "FUSED_MERGE": fused, "HAS_SINK": fused},
+                     "LOOP_TO_LEN": config.loop_to_len, "MERGE_LAST": last, "LAUNCH_DEPENDENTS": not last,
+                     "HAS_SINK": last},
                 config.num_warps_h64 if block_h >= 32 else config.num_warps_h16,
                 config.num_stages,
             )  # fmt: skip
@@ -140,7 +142,7 @@ def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
         "S32",
         smd._sparse_mla_combine_kernel,
         _COMBINE_ARGS,
-        {"HAS_SINK": True, "S_BLOCK": 32, "BLOCK_D": config.combine_block_d},
+        {"HAS_SINK": True, "S_BLOCK": 32, "BLOCK_D": config.combine_block_d, "WAIT_FOR_PRIMARY": True},
         4,
         1,
     )

@@ -50,7 +50,7 @@ class DecodeConfig:
 
     block_t: int = 32
     max_block_h: int = 32
-    num_warps_h16: int = 4
+    num_warps_h16: int = 8  # 4 was slower on all 16 sixteen-head shapes (kernels/RESULTS.md)
     num_warps_h64: int = 8  # for head blocks of 32 or 64
     num_stages: int = 2  # software-pipelines the next tile's gathers behind this tile's math
     target_programs_per_sm: float = 1.0
@@ -58,21 +58,22 @@ class DecodeConfig:
     loop_to_len: bool = True
     combine_block_d: int = 128
     combine_max_splits_per_step: int = 64
-    # How the top-k splits are merged (see MERGES): "kernel", a second kernel launch; "pdl", the
-    # same second kernel as a programmatic dependent launch; "last", inside the attention kernel
-    # by the last program of each (query, head block) to finish; "spin", inside the attention
-    # kernel by all of them, each merging a slice once every split has arrived (one-wave grids).
-    merge: str = "kernel"
+    # How the top-k splits are merged (MERGES): "kernel", a second kernel launch; "pdl", the same
+    # kernel as a programmatic dependent launch (placed while the attention kernel runs, waiting
+    # in-kernel for it); "last", inside the attention kernel, by the last program of each (query,
+    # head block) to finish; "auto": "last" where a query has at most `auto_last_max_splits`
+    # splits (that program then reads little), else "pdl" where the attention grid leaves most
+    # SMs idle (at most `auto_pdl_max_sm_share` of them busy), else "kernel". The thresholds
+    # are the H200 measurements' (kernels/RESULTS.md); sm_120 may want others.
+    merge: str = "auto"
+    auto_last_max_splits: int = 5
+    auto_pdl_max_sm_share: float = 0.5
     # With merge="last", one program merges all splits of its (query, head block) alone, so the
     # split is coarsened until a query has at most this many splits (0: no cap).
     last_max_splits: int = 0
-    # With merge="spin", the merge tile holds about this many fp32 partials per thread, and a
-    # waiting program sleeps this long between polls of the arrival counter (0: no sleep).
-    spin_merge_values_per_thread: int = 64
-    spin_sleep_ns: int = 0
 
 
-MERGES = ("kernel", "pdl", "last", "spin")
+MERGES = ("auto", "kernel", "pdl", "last")
 
 
 DEFAULT_CONFIG = DecodeConfig()
@@ -263,20 +264,16 @@ def _sparse_mla_partial_kernel(
     EMULATE_DOT: tl.constexpr,
     Q_IN_LOOP: tl.constexpr,
     LOOP_TO_LEN: tl.constexpr,
-    MERGE: tl.constexpr,  # 0: none here (a merge kernel follows), 1: "last", 2: "spin"
+    MERGE_LAST: tl.constexpr,  # "last": the last program of each (query, head block) merges
     LAUNCH_DEPENDENTS: tl.constexpr,  # the merge kernel follows as a programmatic dependent launch
     HAS_SINK: tl.constexpr,
-    SPIN_SPLITS: tl.constexpr,  # "spin": n_split_total rounded up to a power of 2
-    SPIN_TILE: tl.constexpr,  # "spin": columns of the merge tile
-    SPIN_SLEEP_NS: tl.constexpr,  # "spin": back-off between polls of the arrival counter
 ):
     """One program: every head of one query block over one split of the top-k.
 
     Grid (batch, split, head block). Splits [0, n_split) walk the main cache, the rest the extra
     cache. Writes the split's normalised output (fp32) and its LSE in base 2 (-inf if empty).
-    MERGE 1: the last split program of a (query, head block) to finish then merges all splits
-    (`_merge_splits`). MERGE 2: every split program waits for the others, then merges its slice
-    of the block's heads x columns (`_merge_slice`). Both write the final output and LSE.
+    With MERGE_LAST the last split program of a (query, head block) to finish then merges all
+    splits (`_merge_splits`) and writes the final output and LSE.
     """
     if LAUNCH_DEPENDENTS:
         # Let the merge kernel's programs be placed on the idle SMs now; they wait in-kernel
@@ -356,7 +353,7 @@ def _sparse_mla_partial_kernel(
     _store_o(o_row, ar, inv_l, col, h_ok, 7)
     tl.store(lse_part_ptr + row, lse2, mask=h_ok)
 
-    if MERGE == 1:
+    if MERGE_LAST:
         # Split-K "last program reduces". Every thread's partial stores above are ordered before
         # the counter bump: the CTA barrier, then the (cumulative) release of the acq_rel atomic.
         # The program that draws the last ticket has seen all the others' releases (acquire) and
@@ -371,92 +368,6 @@ def _sparse_mla_partial_kernel(
                 b, heads, h_ok, H, n_split_total, HAS_SINK, BLOCK_H,
             )  # fmt: skip
             tl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
-    if MERGE == 2:
-        # Every program of the (query, head block) arrives (the barrier, then a release at GPU
-        # scope, orders all of this CTA's partial stores first) and waits until all n have. The
-        # host takes this path only when the whole grid fits in one wave, so every program being
-        # waited for is already resident: the wait cannot starve it. The counter then counts
-        # departures on to 2n, and the last to leave resets it to 0 for the next call (and
-        # CUDA-graph replay); everyone has read n or more by then.
-        tl.debug_barrier()
-        counter = counter_ptr + (b * tl.num_programs(2) + hb)
-        tl.atomic_add(counter, 1, sem="release", scope="gpu")
-        arrived = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
-        while arrived < n_split_total:
-            if SPIN_SLEEP_NS > 0:
-                # Back off between polls, so waiting CTAs do not queue their loads on the
-                # counter's L2 line in front of the arrivals.
-                tl.inline_asm_elementwise(
-                    "nanosleep.u32 $1; mov.u32 $0, 0;", "=r,r", [arrived * 0 + SPIN_SLEEP_NS],
-                    dtype=tl.int32, is_pure=False, pack=1,
-                )  # fmt: skip
-            arrived = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
-        tl.debug_barrier()
-        if tl.atomic_add(counter, 1, sem="relaxed", scope="gpu") == 2 * n_split_total - 1:
-            tl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
-        _merge_slice(
-            o_part_ptr, lse_part_ptr, sink_ptr, out_ptr, stride_ob, stride_oh, lse_out_ptr,
-            b, hb, sp, H, n_split_total, HAS_SINK, BLOCK_H, SPIN_SPLITS, SPIN_TILE,
-        )  # fmt: skip
-
-
-@triton.jit
-def _merge_slice(
-    o_part_ptr,
-    lse_part_ptr,
-    sink_ptr,
-    out_ptr,
-    stride_ob,
-    stride_oh,
-    lse_out_ptr,
-    b,
-    hb,
-    sp,
-    H,
-    n_split_total,
-    HAS_SINK: tl.constexpr,
-    BLOCK_H: tl.constexpr,
-    SPLITS: tl.constexpr,
-    TILE: tl.constexpr,
-):
-    """The "spin" merge: split program `sp` merges its 1/n share of the head block's
-    (head, column) elements, every split of each at once ([SPLITS, TILE] tiles, loads through L2:
-    the partials were written by other SMs during this launch). Same arithmetic as
-    `_sparse_mla_combine_kernel`."""
-    span = BLOCK_H * 512
-    share = tl.cdiv(span, n_split_total)
-    lo = sp * share
-    hi = tl.minimum(lo + share, span)
-    splits = tl.arange(0, SPLITS)
-    rows = (b * n_split_total + splits).to(tl.int64) * H
-    s_ok = splits < n_split_total
-    for f0 in range(lo, hi, TILE):
-        f = f0 + tl.arange(0, TILE)
-        head = hb * BLOCK_H + f // 512
-        d = f % 512
-        ok = (f < hi) & (head < H)
-        both = s_ok[:, None] & ok[None, :]
-        part = rows[:, None] + head[None, :]
-        lse = tl.load(lse_part_ptr + part, mask=both, other=float("-inf"), cache_modifier=".cg")
-        o = tl.load(o_part_ptr + part * 512 + d[None, :], mask=both, other=0.0, cache_modifier=".cg")
-        m = tl.max(lse, 0)
-        if HAS_SINK:
-            sink2 = tl.load(sink_ptr + head, mask=ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
-            m = tl.maximum(m, sink2)
-        m = tl.where(m == float("-inf"), 0.0, m)
-        w = tl.exp2(lse - m[None, :])
-        total = tl.sum(w, 0)
-        acc = tl.sum(w * o, 0)
-        if HAS_SINK:
-            total += tl.exp2(sink2 - m)
-        has_mass = total > 0.0
-        safe_total = tl.where(has_mass, total, 1.0)
-        inv = tl.where(has_mass, 1.0 / safe_total, 0.0)
-        tl.store(
-            out_ptr + b.to(tl.int64) * stride_ob + head * stride_oh + d, (acc * inv).to(tl.bfloat16), mask=ok
-        )
-        lse_out = tl.where(has_mass, (m + tl.log2(safe_total)) * 0.6931471805599453, float("-inf"))
-        tl.store(lse_out_ptr + b * H + head, lse_out, mask=ok & (d == 0))
 
 
 @triton.jit
@@ -476,7 +387,7 @@ def _merge_splits(
     HAS_SINK: tl.constexpr,
     BLOCK_H: tl.constexpr,
 ):
-    """The fused path's merge: one query's splits for a block of heads, by LSE, with the sink;
+    """The "last" merge: one query's splits for a block of heads, by LSE, with the sink;
     the same arithmetic as `_sparse_mla_combine_kernel`. Loads use `.cg` (L2, not L1): the
     partials were written by other SMs during this launch."""
     S_STEP: tl.constexpr = 16
@@ -656,7 +567,7 @@ _MIN_COUNTERS = 4096
 
 
 def _merge_counters(device: torch.device, needed: int) -> torch.Tensor:
-    """Zero-initialised int32 arrival counters for the fused merge, one per (query, head block).
+    """Zero-initialised int32 arrival counters for the "last" merge, one per (query, head block).
 
     Kept per (device, stream) and reused by every call: the kernel's last program of each
     (query, head block) resets its counter to 0, so no call (and no CUDA-graph replay) needs a
@@ -692,19 +603,20 @@ def _device_sms(dev: torch.device) -> int:
     return _num_sms(dev.index if dev.index is not None else torch.cuda.current_device())
 
 
-def _merge_for(config: DecodeConfig, dev: torch.device, programs: int) -> str:
-    """The merge a launch of `programs` attention programs can run.
-
-    "spin" makes programs wait for each other, which is safe only when all of them are resident
-    at once: the grid must fit in one wave (at most one program per SM; an SM holds at least one
-    of these CTAs). Larger grids, and the CPU interpreter (it runs programs one after another),
-    fall back to "pdl". "pdl" needs sm_90 or newer and a GPU; otherwise it falls back to "kernel".
-    """
+def _merge_for(config: DecodeConfig, dev: torch.device, n_split_total: int, programs: int) -> str:
+    """The merge a call of `programs` attention programs, `n_split_total` a query, runs:
+    `config.merge`, "auto" resolved, "pdl" falling back to "kernel" where there is no GPU of
+    sm_90 or newer (programmatic dependent launch needs Hopper+)."""
     if config.merge not in MERGES:
         raise ValueError(f"DecodeConfig.merge must be one of {', '.join(MERGES)}, got {config.merge!r}")
     merge = config.merge
-    if merge == "spin" and (dev.type != "cuda" or programs > _device_sms(dev)):
-        merge = "pdl"
+    if merge == "auto":
+        if n_split_total <= config.auto_last_max_splits:
+            merge = "last"
+        elif programs <= config.auto_pdl_max_sm_share * _device_sms(dev):
+            merge = "pdl"
+        else:
+            merge = "kernel"
     if merge == "pdl" and (dev.type != "cuda" or torch.cuda.get_device_capability(dev)[0] < 9):
         merge = "kernel"
     return merge
@@ -729,16 +641,8 @@ def _plan(q, rows, xtopk: int, config: DecodeConfig, tiles_per_split: int | None
     n_xsplit = max(1, triton.cdiv(xtiles, tiles_per_split)) if xtopk else 0
     num_warps = config.num_warps_h64 if block_h >= 32 else config.num_warps_h16
     n_split_total = n_split + n_xsplit
-    merge = _merge_for(config, q.device, B * n_split_total * n_hblocks)
+    merge = _merge_for(config, q.device, n_split_total, B * n_split_total * n_hblocks)
     return _Plan(B, H, block_h, n_hblocks, n_split, n_split_total, tiles_per_split, num_warps, merge)
-
-
-def _spin_tile(n_split_total: int, num_warps: int, values_per_thread: int) -> tuple[int, int]:
-    """("spin") The merge tile: every split at once (rows, a power of 2) by as many columns as
-    keep it near `values_per_thread` fp32 values a thread, 16 to 1024."""
-    splits = triton.next_power_of_2(n_split_total)
-    cols = max(16, min(1024, values_per_thread * 32 * num_warps // splits))
-    return splits, 1 << (cols.bit_length() - 1)
 
 
 def sparse_mla_decode(
@@ -788,11 +692,8 @@ def sparse_mla_decode(
     lse = torch.empty(B, 1, H, dtype=torch.float32, device=device)
     # `_stages` (benchmarks) runs one of the two kernels alone; the in-kernel merges need both.
     merge = plan.merge if _stages == "partial+combine" else "kernel"
-    in_kernel = merge in ("last", "spin")
+    in_kernel = merge == "last"
     counters = _merge_counters(device, B * plan.n_hblocks) if in_kernel else lse_part
-    spin_splits, spin_tile = _spin_tile(
-        plan.n_split_total, plan.num_warps, config.spin_merge_values_per_thread
-    )
 
     if "partial" in _stages:
         _sparse_mla_partial_kernel[(B, plan.n_split_total, plan.n_hblocks)](
@@ -813,12 +714,9 @@ def sparse_mla_decode(
             EMULATE_DOT=device.type != "cuda",
             Q_IN_LOOP=config.q_in_loop,
             LOOP_TO_LEN=config.loop_to_len,
-            MERGE={"last": 1, "spin": 2}.get(merge, 0),
+            MERGE_LAST=in_kernel,
             LAUNCH_DEPENDENTS=merge == "pdl",
             HAS_SINK=in_kernel and attn_sink is not None,
-            SPIN_SPLITS=spin_splits if merge == "spin" else 1,
-            SPIN_TILE=spin_tile if merge == "spin" else 16,
-            SPIN_SLEEP_NS=config.spin_sleep_ns if merge == "spin" else 0,
             num_warps=plan.num_warps,
             num_stages=config.num_stages,
         )  # fmt: skip

@@ -46,17 +46,15 @@ def _ours(case, **kw):
 
 
 MERGES = {name: dataclasses.replace(smd.DEFAULT_CONFIG, merge=name) for name in smd.MERGES}
-# "pdl" and "spin" need a GPU (griddepcontrol; programs that wait for each other, which the
-# interpreter, running programs one after another, cannot do): elsewhere they fall back to
-# "kernel", which is tested already.
-GPU_ONLY_MERGES = ("pdl", "spin")
+# "pdl" needs a GPU (griddepcontrol): elsewhere it falls back to "kernel", tested already.
+GPU_ONLY_MERGES = ("pdl",)
 
 
 @pytest.fixture(params=list(MERGES))
 def merge(request, device) -> smd.DecodeConfig:
     """Every way of merging the top-k splits: a second kernel, the same as a programmatic
     dependent launch, the attention kernel's last program per (query, head block) (in the
-    interpreter, the last of each block in launch order), or all its programs, a slice each."""
+    interpreter, the last of each block in launch order), or "auto"'s choice between them."""
     if request.param in GPU_ONLY_MERGES and device != "cuda":
         pytest.skip(f'merge="{request.param}" runs on a GPU only (elsewhere it falls back to "kernel")')
     return MERGES[request.param]
@@ -202,7 +200,7 @@ def test_matches_sglangs_kernel_on_the_same_inputs(device, merge):
 
 def test_in_kernel_merges_equal_the_two_kernel_merge_and_leave_their_counters_at_zero(device, merge):
     """Same answer as the merge kernel, call after call on the same counters; every counter back
-    at 0 ("last" and "spin" count arrivals in them; the others must leave them alone)."""
+    at 0 ("last" counts arrivals in them; the others must leave them alone)."""
     case = testing.make_case(2, 40, 128, seed=14, device=device, extra_topk=64, sink=True)
     two = _ours(case, tiles_per_split=1, config=MERGES["kernel"])
     for _ in range(3):
@@ -230,29 +228,29 @@ def test_last_max_splits_caps_the_splits_per_query():
     assert (plan.n_split, plan.n_split_total) == (1, 2)
 
 
-def test_merges_that_need_a_gpu_or_one_wave_fall_back(monkeypatch):
-    """The "spin" merge runs only where every program fits in one wave, "pdl" only on sm_90+."""
-    cfg = dataclasses.replace(smd.DEFAULT_CONFIG, merge="spin")
+def test_auto_merge_follows_the_split_and_the_idle_sms_and_pdl_needs_hopper(monkeypatch):
+    cfg = dataclasses.replace(smd.DEFAULT_CONFIG, merge="auto")
     cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
-    assert smd._merge_for(cfg, cpu, 4) == "kernel"
     monkeypatch.setattr(smd, "_device_sms", lambda dev: 132)
     monkeypatch.setattr(smd.torch.cuda, "get_device_capability", lambda dev=None: (9, 0))
-    assert smd._merge_for(cfg, gpu, 132) == "spin"
-    assert smd._merge_for(cfg, gpu, 133) == "pdl"
+    # (splits a query, attention programs) -> merge: few splits merge in-kernel; many splits
+    # over a grid that leaves half the SMs idle or more take PDL; fuller grids the merge kernel.
+    cases = {(1, 1): "last", (5, 96): "last", (6, 16): "pdl", (48, 66): "pdl", (48, 67): "kernel"}
+    assert {k: smd._merge_for(cfg, gpu, *k) for k in cases} == cases
+    assert smd._merge_for(dataclasses.replace(cfg, auto_last_max_splits=0), gpu, 1, 1) == "pdl"
+    assert smd._merge_for(cfg, cpu, 4, 4) == "kernel"  # no griddepcontrol in the interpreter
     monkeypatch.setattr(smd.torch.cuda, "get_device_capability", lambda dev=None: (8, 9))
-    assert smd._merge_for(cfg, gpu, 133) == "kernel"
-    assert smd._merge_for(dataclasses.replace(cfg, merge="last"), cpu, 10**6) == "last"
+    assert smd._merge_for(dataclasses.replace(cfg, merge="pdl"), gpu, 4, 4) == "kernel"
+    assert smd._merge_for(dataclasses.replace(cfg, merge="last"), gpu, 48, 96) == "last"
     with pytest.raises(ValueError, match="merge must be one of"):
-        smd._merge_for(dataclasses.replace(cfg, merge="fused"), cpu, 1)
-
-
-def test_spin_merge_tile_covers_every_split_within_its_register_budget():
-    for n_split in (1, 2, 3, 16, 33, 48, 64, 129):
-        for warps in (4, 8):
-            splits, cols = smd._spin_tile(n_split, warps, 64)
-            assert splits >= n_split and splits & (splits - 1) == 0
-            assert cols & (cols - 1) == 0 and 16 <= cols <= 1024
-            assert splits * cols <= max(64 * 32 * warps, splits * 16)
+        smd._merge_for(dataclasses.replace(cfg, merge="fused"), cpu, 1, 1)
+    # The plan asks with the split it chose, on an H200's 132 SMs: 64 heads at batch 1 split
+    # the top-k 48 ways (96 programs: "kernel"), at batch 32 three ways ("last").
+    rows = torch.zeros(1, 1024, dtype=torch.int32)
+    for batch, n_split_total, merge in ((1, 48, "kernel"), (32, 3, "last")):
+        q = torch.zeros(batch, 1, 64, smd.HEAD_DIM, dtype=torch.bfloat16)
+        plan = smd._plan(q, rows.expand(batch, -1), 512, cfg, None)
+        assert (plan.n_split_total, plan.merge) == (n_split_total, merge)
 
 
 def test_rejects_layouts_it_does_not_implement():
@@ -333,8 +331,8 @@ def test_gpu_runs_inside_a_cuda_graph(merge, batch):
         batch, 64, 512, seed=31, device="cuda", extra_topk=512, num_pages=64, extra_num_pages=64
     )
     args = case.args()
-    if batch == 1:  # one wave on any GPU this runs on: the requested merge runs, no fallback
-        assert smd._plan(case.q, smd._rows(case.indices, 1), 512, merge, None).merge == merge.merge
+    if merge.merge != "auto" and torch.cuda.get_device_capability()[0] >= 9:  # nothing falls back
+        assert smd._plan(case.q, smd._rows(case.indices, batch), 512, merge, None).merge == merge.merge
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm up (and allocate the counters) on the capture's stream
