@@ -238,9 +238,9 @@ def test_auto_merge_follows_the_split_and_the_idle_sms_and_pdl_needs_hopper(monk
     cases = {(1, 1): "last", (5, 96): "last", (6, 16): "pdl", (48, 66): "pdl", (48, 67): "kernel"}
     assert {k: smd._merge_for(cfg, gpu, *k) for k in cases} == cases
     assert smd._merge_for(dataclasses.replace(cfg, auto_last_max_splits=0), gpu, 1, 1) == "pdl"
-    assert smd._merge_for(cfg, cpu, 4, 4) == "kernel"  # no griddepcontrol in the interpreter
+    assert smd._merge_for(cfg, cpu, 6, 6) == "kernel"  # no griddepcontrol in the interpreter
     monkeypatch.setattr(smd.torch.cuda, "get_device_capability", lambda dev=None: (8, 9))
-    assert smd._merge_for(dataclasses.replace(cfg, merge="pdl"), gpu, 4, 4) == "kernel"
+    assert smd._merge_for(dataclasses.replace(cfg, merge="pdl"), gpu, 6, 6) == "kernel"
     assert smd._merge_for(dataclasses.replace(cfg, merge="last"), gpu, 48, 96) == "last"
     with pytest.raises(ValueError, match="merge must be one of"):
         smd._merge_for(dataclasses.replace(cfg, merge="fused"), cpu, 1, 1)
