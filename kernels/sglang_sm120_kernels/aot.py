@@ -120,9 +120,9 @@ def _sass_mnemonics(cubin: bytes) -> dict:
 def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
     """The specialisations a DeepSeek-V4-Flash server compiles: head blocks of 16 and of
     `max_block_h` (64 heads run as blocks of it), with and without the extra cache, topk_length
-    and sink present (as SGLang always passes them); each as the attention kernel the merge
-    kernel follows (as a programmatic dependent launch, "pdl": that adds one instruction) and as
-    the one with the "last" merge inside (suffix `+last`)."""
+    and sink present (as SGLang always passes them); each as the attention kernel that a merge
+    kernel follows (with the programmatic-dependent-launch trigger of merge="pdl" compiled in)
+    and as the one with the "last" merge inside (suffix `+last`)."""
     for block_h, has_extra, last in itertools.product(
         sorted({16, min(64, config.max_block_h)}), (False, True), (False, True)
     ):

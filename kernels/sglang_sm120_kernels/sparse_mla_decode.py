@@ -9,7 +9,9 @@ index -1 skipped), but shaped for the GPU:
   KV tile is loaded and dequantised once per query instead of once per head, and both products
   (Q.K^T and P.V) run on tensor cores;
 * the top-k (and the extra cache's top-k) is split across programs, so batch 1 fills the machine;
-  a second small kernel merges the splits by their log-sum-exp and applies the sink.
+  the splits are merged by their log-sum-exp, with the sink, by a second small kernel (launched
+  the plain way or as a programmatic dependent launch) or by the attention kernel's last program
+  per query and head block: `DecodeConfig.merge` picks, by default per call (`_merge_for`).
 
 DSv4 page layout (V4, 584 bytes per token), read from the page's raw bytes:
   data section  [slot*576 + 0 : +448]   448 FP8 e4m3 "nope" values
