@@ -55,6 +55,14 @@ MERGES = {
         name: dataclasses.replace(smd.DEFAULT_CONFIG, merge=name)
         for name in ("kernel", "pdl", "last", "auto")
     },
+    # Batch-1 leads on top of the default: the query and topk_length off the index load's path,
+    # 16-token tiles, 64 heads as four 16-head programs.
+    "auto-qloop": dataclasses.replace(smd.DEFAULT_CONFIG, q_in_loop=True, loop_to_len=False),
+    "auto-bt16": dataclasses.replace(smd.DEFAULT_CONFIG, block_t=16),
+    "auto-h16": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=16),
+    "auto-h16-qloop": dataclasses.replace(
+        smd.DEFAULT_CONFIG, max_block_h=16, q_in_loop=True, loop_to_len=False
+    ),
 }
 
 
