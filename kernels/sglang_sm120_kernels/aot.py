@@ -126,18 +126,17 @@ def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
     for block_h, has_extra, last in itertools.product(
         sorted({16, min(64, config.max_block_h)}), (False, True), (False, True)
     ):
-        if True:
-            yield (
-                f"H{block_h}{'+extra' if has_extra else ''}{'+last' if last else ''}",
-                smd._sparse_mla_partial_kernel,
-                _PARTIAL_ARGS,
-                {"HAS_LEN": True, "HAS_EXTRA": has_extra, "HAS_XLEN": has_extra, "BLOCK_H": block_h,
-                     "BLOCK_T": config.block_t, "EMULATE_DOT": False, "Q_IN_LOOP": config.q_in_loop,
-                     "LOOP_TO_LEN": config.loop_to_len, "MERGE_LAST": last, "LAUNCH_DEPENDENTS": not last,
-                     "HAS_SINK": last},
-                config.num_warps_h64 if block_h >= 32 else config.num_warps_h16,
-                config.num_stages,
-            )  # fmt: skip
+        yield (
+            f"H{block_h}{'+extra' if has_extra else ''}{'+last' if last else ''}",
+            smd._sparse_mla_partial_kernel,
+            _PARTIAL_ARGS,
+            {"HAS_LEN": True, "HAS_EXTRA": has_extra, "HAS_XLEN": has_extra, "BLOCK_H": block_h,
+                 "BLOCK_T": config.block_t, "EMULATE_DOT": False, "Q_IN_LOOP": config.q_in_loop,
+                 "LOOP_TO_LEN": config.loop_to_len, "MERGE_LAST": last, "LAUNCH_DEPENDENTS": not last,
+                 "HAS_SINK": last},
+            config.num_warps_h64 if block_h >= 32 else config.num_warps_h16,
+            config.num_stages,
+        )  # fmt: skip
     yield (
         "S32",
         smd._sparse_mla_combine_kernel,
