@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import sys
 import time
@@ -39,31 +40,39 @@ SHAPES = [(b, h, k, x) for x in (0, 512) for h in (16, 64) for k in (512, 1024) 
 SWEEP = {
     "default": smd.DEFAULT_CONFIG,
     "stages1": dataclasses.replace(smd.DEFAULT_CONFIG, num_stages=1),
-    "h16-8warps": dataclasses.replace(smd.DEFAULT_CONFIG, num_warps_h16=8),
+    "h16-4warps": dataclasses.replace(smd.DEFAULT_CONFIG, num_warps_h16=4),
     "bt16": dataclasses.replace(smd.DEFAULT_CONFIG, block_t=16),
-    "q-in-loop+no-len-wait": dataclasses.replace(smd.DEFAULT_CONFIG, q_in_loop=True, loop_to_len=False),
+    "q-before-loop+loop-to-len": dataclasses.replace(smd.DEFAULT_CONFIG, q_in_loop=False, loop_to_len=True),
     "2-programs-per-sm": dataclasses.replace(smd.DEFAULT_CONFIG, target_programs_per_sm=2.0),
-    "h64-one-program": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=64),
+    "h64-one-program": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=64),  # spills on sm_120
 }
 
-# The ways to merge the top-k splits (DecodeConfig.merge), and the default before 2026-11-30
-# (`kernel-4w`: the merge kernel, 4 warps for 16-head programs) as the baseline of the change.
+# The ways to merge the top-k splits (DecodeConfig.merge), and launch variants on top of the
+# default `auto`: heads always in blocks of 32 (`h32`, before small-batch blocks of 16), the
+# query always loaded before the tile loop (`qfirst`), stopping at topk_length (`len`), 16-token
+# tiles (`bt16`).
 TWO_KERNEL = dataclasses.replace(smd.DEFAULT_CONFIG, merge="kernel")
 MERGES = {
-    "kernel-4w": dataclasses.replace(smd.DEFAULT_CONFIG, merge="kernel", num_warps_h16=4),
     **{
         name: dataclasses.replace(smd.DEFAULT_CONFIG, merge=name)
         for name in ("kernel", "pdl", "last", "auto")
     },
-    # Batch-1 leads on top of the default: the query and topk_length off the index load's path,
-    # 16-token tiles, 64 heads as four 16-head programs.
-    "auto-qloop": dataclasses.replace(smd.DEFAULT_CONFIG, q_in_loop=True, loop_to_len=False),
+    "auto-h32": dataclasses.replace(smd.DEFAULT_CONFIG, small_batch_block_h=0),
+    "auto-qfirst": dataclasses.replace(smd.DEFAULT_CONFIG, q_in_loop=False),
+    "auto-len": dataclasses.replace(smd.DEFAULT_CONFIG, loop_to_len=True),
     "auto-bt16": dataclasses.replace(smd.DEFAULT_CONFIG, block_t=16),
-    "auto-h16": dataclasses.replace(smd.DEFAULT_CONFIG, max_block_h=16),
-    "auto-h16-qloop": dataclasses.replace(
-        smd.DEFAULT_CONFIG, max_block_h=16, q_in_loop=True, loop_to_len=False
-    ),
 }
+# `--baseline FILE`: another version of sparse_mla_decode.py (e.g. `git show REV:path > FILE`),
+# timed with its own default configuration as the column "baseline", on the same inputs.
+BASELINE = "baseline"
+
+
+def _load_module(path: Path):
+    spec = importlib.util.spec_from_file_location("sparse_mla_decode_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 @triton.jit
@@ -122,6 +131,7 @@ def _errors(out, lse, ref_out, ref_lse) -> tuple[float, float]:
 def run(args) -> dict:
     dev = "cuda"
     props = torch.cuda.get_device_properties(0)
+    baseline = _load_module(args.baseline) if getattr(args, "baseline", None) else None
     sgl = testing.load_sglang_kernel_module()
     x = torch.zeros(1, device=dev)
     empty = lambda: _empty_kernel[(1,)](x)
@@ -137,6 +147,7 @@ def run(args) -> dict:
         "empty_gpu_us": empty_gpu_us,
         "empty_b2b_us": empty_b2b_us,
         "default_config": dataclasses.asdict(smd.DEFAULT_CONFIG),
+        "baseline": str(args.baseline) if getattr(args, "baseline", None) else None,
         "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     print(json.dumps(meta), flush=True)
@@ -173,20 +184,25 @@ def run(args) -> dict:
             row = {"B": b, "H": h, "topk": k, "extra": xk, "sglang_gpu_us": _gpu_us(theirs),
                    "ours_partial_gpu_us": _gpu_us(lambda: ours(TWO_KERNEL, st="partial")),  # noqa: B023
                    "merges": {}}  # fmt: skip
-            for name, cfg in MERGES.items():
-                if args.variants and name not in args.variants:
+            variants = dict(MERGES)
+            if baseline is not None:
+                variants = {BASELINE: baseline.DEFAULT_CONFIG, **variants}
+            for name, cfg in variants.items():
+                if args.variants and name not in args.variants and name != BASELINE:
                     continue
-                o, lse_ = ours(cfg)
-                plan = smd._plan(case.q, smd._rows(case.indices, b), xk, cfg, None)
+                mod = baseline if name == BASELINE else smd
+                run_it = lambda c=cfg, m=mod: m.sparse_mla_decode(*args_, config=c)  # noqa: B023
+                o, lse_ = run_it()
+                plan = mod._plan(case.q, mod._rows(case.indices, b), xk, cfg, None)
                 e_ref = _errors(o, lse_, ref_o, ref_l)
                 e_sgl = _errors(o, lse_, o2[:, 0].double(), l2[..., 0].double())
                 row["merges"][name] = {
-                    "gpu_us": _gpu_us(lambda c=cfg: ours(c)),  # noqa: B023
+                    "gpu_us": _gpu_us(run_it),
                     "merge_ran": plan.merge,
                     "n_split_total": plan.n_split_total, "tiles_per_split": plan.tiles_per_split,
                     "vs_ref_out": e_ref[0], "vs_ref_lse": e_ref[1],
                     "vs_sglang_out": e_sgl[0], "vs_sglang_lse": e_sgl[1],
-                    "counters_zero": all(int(t.count_nonzero()) == 0 for t in smd._COUNTERS.values()),
+                    "counters_zero": all(int(t.count_nonzero()) == 0 for t in mod._COUNTERS.values()),
                 }  # fmt: skip
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -219,6 +235,7 @@ def markdown_merges(result: dict) -> str:
     m = result["meta"]
     e = m["empty_gpu_us"]
     names = list(result["rows"][0]["merges"])
+    main = "auto" if "auto" in names else names[-1]
     lines = [
         (
             f"Measured on {m['device']} ({m['sms']} SMs), torch {m['torch']}, triton {m['triton']}, {m['when']}. "
@@ -228,7 +245,7 @@ def markdown_merges(result: dict) -> str:
         "",
         "| B | H | top-k | extra | SGLang | two-kernel partial only | "
         + " | ".join(names)
-        + f" | SGLang / {names[-1]} | max out err vs ref |",
+        + f" | SGLang / {main} | max out err vs ref |",
         "|---|---|---|---|---|---|" + "---|" * len(names) + "---|---|",
     ]
     for r in result["rows"]:
@@ -243,7 +260,7 @@ def markdown_merges(result: dict) -> str:
             f"| {r['B']} | {r['H']} | {r['topk']} | {r['extra']} | {r['sglang_gpu_us']:.1f} "
             f"| {r['ours_partial_gpu_us']:.1f} | "
             + " | ".join(cells)
-            + f" | {r['sglang_gpu_us'] / r['merges'][names[-1]]['gpu_us']:.1f}x | {err:.1e} |"
+            + f" | {r['sglang_gpu_us'] / r['merges'][main]['gpu_us']:.1f}x | {err:.1e} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -307,6 +324,11 @@ def main(argv=None) -> int:
     )
     ap.add_argument(
         "--variants", type=lambda v: v.split(","), help=f"with --merges: only these of {', '.join(MERGES)}"
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="with --merges: also time this other version of sparse_mla_decode.py (its defaults)",
     )
     ap.add_argument("--jsonl", type=Path, help="append each row here as it is measured")
     ns = ap.parse_args(argv)

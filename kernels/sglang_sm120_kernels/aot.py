@@ -122,16 +122,17 @@ def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
     `max_block_h` (64 heads run as blocks of it), with and without the extra cache, topk_length
     and sink present (as SGLang always passes them); each as the attention kernel that a merge
     kernel follows (with the programmatic-dependent-launch trigger of merge="pdl" compiled in)
-    and as the one with the "last" merge inside (suffix `+last`)."""
-    for block_h, has_extra, last in itertools.product(
-        sorted({16, min(64, config.max_block_h)}), (False, True), (False, True)
+    and as the one with the "last" merge inside (suffix `+last`); each with the query loaded
+    before the tile loop and in it (suffix `+qloop`: programs that walk one tile)."""
+    for block_h, has_extra, last, q_in_loop in itertools.product(
+        sorted({16, min(64, config.max_block_h)}), (False, True), (False, True), (False, True)
     ):
         yield (
-            f"H{block_h}{'+extra' if has_extra else ''}{'+last' if last else ''}",
+            f"H{block_h}{'+extra' if has_extra else ''}{'+last' if last else ''}{'+qloop' if q_in_loop else ''}",
             smd._sparse_mla_partial_kernel,
             _PARTIAL_ARGS,
             {"HAS_LEN": True, "HAS_EXTRA": has_extra, "HAS_XLEN": has_extra, "BLOCK_H": block_h,
-                 "BLOCK_T": config.block_t, "EMULATE_DOT": False, "Q_IN_LOOP": config.q_in_loop,
+                 "BLOCK_T": config.block_t, "EMULATE_DOT": False, "Q_IN_LOOP": q_in_loop,
                  "LOOP_TO_LEN": config.loop_to_len, "MERGE_LAST": last, "LAUNCH_DEPENDENTS": not last,
                  "HAS_SINK": last},
             config.num_warps_h64 if block_h >= 32 else config.num_warps_h16,

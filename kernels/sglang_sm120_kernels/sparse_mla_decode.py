@@ -52,12 +52,22 @@ class DecodeConfig:
 
     block_t: int = 32
     max_block_h: int = 32
+    # Where even heads in blocks of this size, one tile per program, fit the machine in one wave
+    # (batch 1 with 64 heads, top-k up to 1024 or 512 + 512 extra), they run so: twice the
+    # programs, each half as long, on SMs the grid would leave idle (0: always `max_block_h`).
+    small_batch_block_h: int = 16
     num_warps_h16: int = 8  # 4 was slower on all 16 sixteen-head shapes (kernels/RESULTS.md)
     num_warps_h64: int = 8  # for head blocks of 32 or 64
     num_stages: int = 2  # software-pipelines the next tile's gathers behind this tile's math
     target_programs_per_sm: float = 1.0
-    q_in_loop: bool = False
-    loop_to_len: bool = True
+    # Load the query in the tile loop, after the index load, so the two DRAM trips overlap:
+    # "auto" does where a program walks a single tile (batch 1: 0.1-0.7 us faster on the H200),
+    # not where it walks many (the reloads cost up to 5 % at batch 64).
+    q_in_loop: bool | str = "auto"
+    # True: a program stops at topk_length (skips empty tiles, but its first index load then
+    # waits for topk_length's load); False: topk_length only masks (faster on the H200 at every
+    # batch of the benchmark, where rows are full).
+    loop_to_len: bool = False
     combine_block_d: int = 128
     combine_max_splits_per_step: int = 64
     # How the top-k splits are merged (MERGES): "kernel", a second kernel launch; "pdl", the same
@@ -135,7 +145,8 @@ def _attend_tiles(
     ar,
     kv_ptr,  # uint8: the cache's raw bytes
     idx_row_ptr,  # this query's indices
-    n_valid,
+    n_cols,  # their number (the top-k width)
+    n_valid,  # how many of them count (topk_length)
     page_size,
     page_bytes,
     tile_lo,
@@ -158,9 +169,10 @@ def _attend_tiles(
     scale_section = page_size.to(tl.int64) * 576
     for tile in range(tile_lo, tile_hi):
         t = tile * BLOCK_T + offs_t
-        in_range = t < n_valid
-        idx = tl.load(idx_row_ptr + t, mask=in_range, other=-1)
-        valid = in_range & (idx >= 0)
+        # Masked by the row's width, not by topk_length: with LOOP_TO_LEN off, the index load
+        # then need not wait for topk_length's load (a DRAM trip at batch 1); the length masks.
+        idx = tl.load(idx_row_ptr + t, mask=t < n_cols, other=-1)
+        valid = (t < n_valid) & (idx >= 0)
         idx = tl.where(valid, idx, 0)
         page = (idx // page_size).to(tl.int64)
         slot = (idx % page_size).to(tl.int64)
@@ -322,7 +334,7 @@ def _sparse_mla_partial_kernel(
         tile_hi = tl.minimum(tile_lo + tiles_per_split, tl.cdiv(n_valid if LOOP_TO_LEN else topk, BLOCK_T))
         m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar = _attend_tiles(
             q0, q1, q2, q3, q4, q5, q6, qr, m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar,
-            kv_ptr, idx_ptr + b.to(tl.int64) * stride_ib, n_valid, page_size, page_bytes,
+            kv_ptr, idx_ptr + b.to(tl.int64) * stride_ib, topk, n_valid, page_size, page_bytes,
             tile_lo, tile_hi, qk_scale_log2, q_row, h_ok, BLOCK_T, EMULATE_DOT, Q_IN_LOOP,
         )  # fmt: skip
     else:
@@ -336,7 +348,7 @@ def _sparse_mla_partial_kernel(
             )
             m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar = _attend_tiles(
                 q0, q1, q2, q3, q4, q5, q6, qr, m_i, l_i, a0, a1, a2, a3, a4, a5, a6, ar,
-                xkv_ptr, xidx_ptr + b.to(tl.int64) * stride_xib, n_valid, xpage_size, xpage_bytes,
+                xkv_ptr, xidx_ptr + b.to(tl.int64) * stride_xib, xtopk, n_valid, xpage_size, xpage_bytes,
                 tile_lo, tile_hi, qk_scale_log2, q_row, h_ok, BLOCK_T, EMULATE_DOT, Q_IN_LOOP,
             )  # fmt: skip
 
@@ -597,6 +609,7 @@ class _Plan:
     tiles_per_split: int
     num_warps: int
     merge: str  # the merge this call runs: config.merge, or what it falls back to (`_merge_for`)
+    q_in_loop: bool  # config.q_in_loop, "auto" resolved
 
 
 def _device_sms(dev: torch.device) -> int:
@@ -626,10 +639,17 @@ def _merge_for(config: DecodeConfig, dev: torch.device, n_split_total: int, prog
 
 def _plan(q, rows, xtopk: int, config: DecodeConfig, tiles_per_split: int | None) -> _Plan:
     B, _, H, _ = q.shape
-    block_h = min(config.max_block_h, max(16, triton.next_power_of_2(H)))
-    n_hblocks = triton.cdiv(H, block_h)
     tiles = triton.cdiv(rows.shape[1], config.block_t)
     xtiles = triton.cdiv(xtopk, config.block_t)
+    block_h = min(config.max_block_h, max(16, triton.next_power_of_2(H)))
+    small = config.small_batch_block_h
+    if (
+        0 < small < block_h
+        and B * triton.cdiv(H, small) * (tiles + xtiles)
+        <= _device_sms(q.device) * config.target_programs_per_sm
+    ):
+        block_h = small
+    n_hblocks = triton.cdiv(H, block_h)
     if tiles_per_split is None:
         target = max(1, int(_device_sms(q.device) * config.target_programs_per_sm))
         tiles_per_split = max(1, math.ceil(B * n_hblocks * (tiles + xtiles) / target))
@@ -644,7 +664,12 @@ def _plan(q, rows, xtopk: int, config: DecodeConfig, tiles_per_split: int | None
     num_warps = config.num_warps_h64 if block_h >= 32 else config.num_warps_h16
     n_split_total = n_split + n_xsplit
     merge = _merge_for(config, q.device, n_split_total, B * n_split_total * n_hblocks)
-    return _Plan(B, H, block_h, n_hblocks, n_split, n_split_total, tiles_per_split, num_warps, merge)
+    if config.q_in_loop not in (True, False, "auto"):
+        raise ValueError(f'DecodeConfig.q_in_loop must be True, False or "auto", got {config.q_in_loop!r}')
+    q_in_loop = tiles_per_split == 1 if config.q_in_loop == "auto" else config.q_in_loop
+    return _Plan(
+        B, H, block_h, n_hblocks, n_split, n_split_total, tiles_per_split, num_warps, merge, q_in_loop
+    )
 
 
 def sparse_mla_decode(
@@ -714,7 +739,7 @@ def sparse_mla_decode(
             BLOCK_H=plan.block_h,
             BLOCK_T=config.block_t,
             EMULATE_DOT=device.type != "cuda",
-            Q_IN_LOOP=config.q_in_loop,
+            Q_IN_LOOP=plan.q_in_loop,
             LOOP_TO_LEN=config.loop_to_len,
             MERGE_LAST=in_kernel,
             LAUNCH_DEPENDENTS=merge == "pdl",

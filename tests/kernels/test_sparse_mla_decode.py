@@ -157,8 +157,13 @@ def test_the_top_k_split_does_not_change_the_answer(device):
 
 @pytest.mark.parametrize(
     "knobs",
-    [{"q_in_loop": True, "loop_to_len": False}, {"num_stages": 1, "block_t": 16}, {"max_block_h": 64}],
-    ids=["q-in-loop", "stages1-bt16", "h64-one-program"],
+    [
+        {"q_in_loop": True, "loop_to_len": True},
+        {"q_in_loop": False, "small_batch_block_h": 0},
+        {"num_stages": 1, "block_t": 16},
+        {"max_block_h": 64},
+    ],
+    ids=["q-in-loop+loop-to-len", "q-before-loop+h32", "stages1-bt16", "h64-one-program"],
 )
 def test_launch_variants_compute_the_same_function(knobs, device):
     case = testing.make_case(2, 40, 96, seed=13, device=device, extra_topk=64, sink=True)
@@ -251,6 +256,38 @@ def test_auto_merge_follows_the_split_and_the_idle_sms_and_pdl_needs_hopper(monk
         q = torch.zeros(batch, 1, 64, smd.HEAD_DIM, dtype=torch.bfloat16)
         plan = smd._plan(q, rows.expand(batch, -1), 512, cfg, None)
         assert (plan.n_split_total, plan.merge) == (n_split_total, merge)
+
+
+def test_small_batches_run_heads_in_blocks_of_sixteen(monkeypatch):
+    """64 heads go in blocks of 16 where those programs, one tile each, fit an H200's 132 SMs in
+    one wave (batch 1), else in blocks of 32 (each gathered tile then serves 32 heads)."""
+    monkeypatch.setattr(smd, "_device_sms", lambda dev: 132)
+    rows = torch.zeros(1, 1024, dtype=torch.int32)
+
+    def block_h(batch, topk, xtopk, heads=64, **knobs):
+        q = torch.zeros(batch, 1, heads, smd.HEAD_DIM, dtype=torch.bfloat16)
+        cfg = dataclasses.replace(smd.DEFAULT_CONFIG, **knobs)
+        plan = smd._plan(q, rows[:, :topk].expand(batch, -1), xtopk, cfg, None)
+        assert plan.n_hblocks == math.ceil(heads / plan.block_h)
+        return plan.block_h
+
+    # 4 x 16 tiles of 32 tokens, 4 x 32, 4 x (16 + 16): at most 132 programs.
+    assert [block_h(1, 512, 0), block_h(1, 1024, 0), block_h(1, 512, 512)] == [16, 16, 16]
+    assert block_h(1, 1024, 512) == 32  # 4 x 48 = 192 programs: more than one wave
+    assert block_h(8, 512, 0) == 32
+    assert block_h(1, 512, 0, small_batch_block_h=0) == 32
+    assert block_h(1, 512, 0, heads=16) == 16
+
+
+def test_the_query_is_loaded_per_tile_where_a_program_walks_one():
+    q = torch.zeros(1, 1, 16, smd.HEAD_DIM, dtype=torch.bfloat16)
+    rows = torch.zeros(1, 1024, dtype=torch.int32)
+    cfg = smd.DEFAULT_CONFIG
+    assert [smd._plan(q, rows, 0, cfg, n).q_in_loop for n in (1, 2)] == [True, False]
+    assert smd._plan(q, rows, 0, dataclasses.replace(cfg, q_in_loop=False), 1).q_in_loop is False
+    assert smd._plan(q, rows, 0, dataclasses.replace(cfg, q_in_loop=True), 4).q_in_loop is True
+    with pytest.raises(ValueError, match="q_in_loop must be"):
+        smd._plan(q, rows, 0, dataclasses.replace(cfg, q_in_loop="sometimes"), 1)
 
 
 def test_rejects_layouts_it_does_not_implement():
