@@ -50,7 +50,8 @@ SWEEP = {
 # The ways to merge the top-k splits (DecodeConfig.merge), and launch variants on top of the
 # default `auto`: heads always in blocks of 32 (`h32`, before small-batch blocks of 16), the
 # query always loaded before the tile loop (`qfirst`), stopping at topk_length (`len`), 16-token
-# tiles (`bt16`).
+# tiles (`bt16`), PDL for any attention grid of one wave (`pdl1`), half as many programs
+# (`half`), merge programs of 256 or 64 output columns instead of 128 (`d256`, `d64`).
 TWO_KERNEL = dataclasses.replace(smd.DEFAULT_CONFIG, merge="kernel")
 MERGES = {
     **{
@@ -61,6 +62,10 @@ MERGES = {
     "auto-qfirst": dataclasses.replace(smd.DEFAULT_CONFIG, q_in_loop=False),
     "auto-len": dataclasses.replace(smd.DEFAULT_CONFIG, loop_to_len=True),
     "auto-bt16": dataclasses.replace(smd.DEFAULT_CONFIG, block_t=16),
+    "auto-pdl1": dataclasses.replace(smd.DEFAULT_CONFIG, auto_pdl_max_sm_share=1.0),
+    "auto-half": dataclasses.replace(smd.DEFAULT_CONFIG, target_programs_per_sm=0.5),
+    "auto-d256": dataclasses.replace(smd.DEFAULT_CONFIG, combine_block_d=256),
+    "auto-d64": dataclasses.replace(smd.DEFAULT_CONFIG, combine_block_d=64),
 }
 # `--baseline FILE`: another version of sparse_mla_decode.py (e.g. `git show REV:path > FILE`),
 # timed with its own default configuration as the column "baseline", on the same inputs.

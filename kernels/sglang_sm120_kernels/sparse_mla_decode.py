@@ -476,6 +476,7 @@ def _sparse_mla_combine_kernel(
     n_split_total,
     HAS_SINK: tl.constexpr,
     S_BLOCK: tl.constexpr,
+    ONE_STEP: tl.constexpr,  # n_split_total <= S_BLOCK
     BLOCK_D: tl.constexpr,
     WAIT_FOR_PRIMARY: tl.constexpr,
 ):
@@ -491,32 +492,50 @@ def _sparse_mla_combine_kernel(
     h = bh % H
     splits = tl.arange(0, S_BLOCK)
     first = (b * n_split_total).to(tl.int64)
+    d = db * BLOCK_D + tl.arange(0, BLOCK_D)
+    if HAS_SINK:
+        # An input, not the attention kernel's output: loaded before any wait.
+        sink2 = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634
     if WAIT_FOR_PRIMARY:
         # Launched as a programmatic dependent launch: this program may start while the attention
         # kernel still runs; wait here until it has finished and its partials are visible.
         tl.extra.cuda.gdc_wait()
 
-    m = tl.full([S_BLOCK], float("-inf"), tl.float32)
-    for s0 in range(0, n_split_total, S_BLOCK):
-        ok = (s0 + splits) < n_split_total
-        m = tl.maximum(m, tl.load(lse_part_ptr + (first + s0 + splits) * H + h, mask=ok, other=float("-inf")))
-    m_row = tl.max(m, 0)
+    if ONE_STEP:
+        # All splits fit one step: their LSEs and partial rows are loaded together, one trip to L2
+        # (the partial rows do not depend on the LSEs; only their weights do).
+        ok = splits < n_split_total
+        rows = (first + splits) * H + h
+        lse = tl.load(lse_part_ptr + rows, mask=ok, other=float("-inf"))
+        o = tl.load(o_part_ptr + rows[:, None] * 512 + d[None, :], mask=ok[:, None], other=0.0)
+        m_row = tl.max(lse, 0)
+    else:
+        m = tl.full([S_BLOCK], float("-inf"), tl.float32)
+        for s0 in range(0, n_split_total, S_BLOCK):
+            ok = (s0 + splits) < n_split_total
+            m = tl.maximum(
+                m, tl.load(lse_part_ptr + (first + s0 + splits) * H + h, mask=ok, other=float("-inf"))
+            )
+        m_row = tl.max(m, 0)
     if HAS_SINK:
-        sink2 = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634
         m_row = tl.maximum(m_row, sink2)
     m_row = tl.where(m_row == float("-inf"), 0.0, m_row)
 
-    d = db * BLOCK_D + tl.arange(0, BLOCK_D)
-    acc = tl.zeros([BLOCK_D], tl.float32)
-    total = tl.zeros([S_BLOCK], tl.float32)
-    for s0 in range(0, n_split_total, S_BLOCK):
-        ok = (s0 + splits) < n_split_total
-        rows = (first + s0 + splits) * H + h
-        w = tl.exp2(tl.load(lse_part_ptr + rows, mask=ok, other=float("-inf")) - m_row)
-        o = tl.load(o_part_ptr + rows[:, None] * 512 + d[None, :], mask=ok[:, None], other=0.0)
-        acc += tl.sum(w[:, None] * o, 0)
-        total += w
-    total_row = tl.sum(total, 0)
+    if ONE_STEP:
+        w = tl.exp2(lse - m_row)
+        acc = tl.sum(w[:, None] * o, 0)
+        total_row = tl.sum(w, 0)
+    else:
+        acc = tl.zeros([BLOCK_D], tl.float32)
+        total = tl.zeros([S_BLOCK], tl.float32)
+        for s0 in range(0, n_split_total, S_BLOCK):
+            ok = (s0 + splits) < n_split_total
+            rows = (first + s0 + splits) * H + h
+            w = tl.exp2(tl.load(lse_part_ptr + rows, mask=ok, other=float("-inf")) - m_row)
+            o = tl.load(o_part_ptr + rows[:, None] * 512 + d[None, :], mask=ok[:, None], other=0.0)
+            acc += tl.sum(w[:, None] * o, 0)
+            total += w
+        total_row = tl.sum(total, 0)
     if HAS_SINK:
         total_row += tl.exp2(sink2 - m_row)
 
@@ -749,11 +768,13 @@ def sparse_mla_decode(
         )  # fmt: skip
     if "combine" in _stages and not in_kernel:
         pdl = {"launch_pdl": True} if merge == "pdl" else {}
+        s_block = min(config.combine_max_splits_per_step, triton.next_power_of_2(plan.n_split_total))
         _sparse_mla_combine_kernel[(B * H, HEAD_DIM // config.combine_block_d)](
             o_part, lse_part, attn_sink if attn_sink is not None else lse_part,
             out, out.stride(0), out.stride(2), lse, H, plan.n_split_total,
             HAS_SINK=attn_sink is not None,
-            S_BLOCK=min(config.combine_max_splits_per_step, triton.next_power_of_2(plan.n_split_total)),
+            S_BLOCK=s_block,
+            ONE_STEP=plan.n_split_total <= s_block,
             BLOCK_D=config.combine_block_d,
             WAIT_FOR_PRIMARY=merge == "pdl",
             num_warps=4,
