@@ -138,12 +138,12 @@ def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
             config.num_warps_h64 if block_h >= 32 else config.num_warps_h16,
             config.num_stages,
         )  # fmt: skip
-    for s_block, one_step in ((64, True), (64, False)):
+    for one_step in (True, False):  # all splits in one step, or more than 64 walked in steps
         yield (
-            f"S{s_block}{'' if one_step else '+steps'}",
+            f"S64{'' if one_step else '+steps'}",
             smd._sparse_mla_combine_kernel,
             _COMBINE_ARGS,
-            {"HAS_SINK": True, "S_BLOCK": s_block, "ONE_STEP": one_step, "BLOCK_D": config.combine_block_d,
+            {"HAS_SINK": True, "S_BLOCK": 64, "ONE_STEP": one_step, "BLOCK_D": config.combine_block_d,
                  "WAIT_FOR_PRIMARY": True},
             4,
             1,
