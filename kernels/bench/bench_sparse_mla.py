@@ -136,7 +136,7 @@ def _errors(out, lse, ref_out, ref_lse) -> tuple[float, float]:
 def run(args) -> dict:
     dev = "cuda"
     props = torch.cuda.get_device_properties(0)
-    baseline = _load_module(args.baseline) if getattr(args, "baseline", None) else None
+    baseline = _load_module(args.baseline) if args.baseline else None
     sgl = testing.load_sglang_kernel_module()
     x = torch.zeros(1, device=dev)
     empty = lambda: _empty_kernel[(1,)](x)
@@ -152,7 +152,7 @@ def run(args) -> dict:
         "empty_gpu_us": empty_gpu_us,
         "empty_b2b_us": empty_b2b_us,
         "default_config": dataclasses.asdict(smd.DEFAULT_CONFIG),
-        "baseline": str(args.baseline) if getattr(args, "baseline", None) else None,
+        "baseline": str(args.baseline) if args.baseline else None,
         "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     print(json.dumps(meta), flush=True)

@@ -84,6 +84,13 @@ class DecodeConfig:
     # split is coarsened until a query has at most this many splits (0: no cap).
     last_max_splits: int = 0
 
+    def __post_init__(self):
+        # Checked once, when the configuration is made, not on every decode call.
+        if self.merge not in MERGES:
+            raise ValueError(f"DecodeConfig.merge must be one of {', '.join(MERGES)}, got {self.merge!r}")
+        if self.q_in_loop not in (True, False, "auto"):
+            raise ValueError(f'DecodeConfig.q_in_loop must be True, False or "auto", got {self.q_in_loop!r}')
+
 
 MERGES = ("auto", "kernel", "pdl", "last")
 
@@ -641,8 +648,6 @@ def _merge_for(config: DecodeConfig, dev: torch.device, n_split_total: int, prog
     """The merge a call of `programs` attention programs, `n_split_total` a query, runs:
     `config.merge`, "auto" resolved, "pdl" falling back to "kernel" where there is no GPU of
     sm_90 or newer (programmatic dependent launch needs Hopper+)."""
-    if config.merge not in MERGES:
-        raise ValueError(f"DecodeConfig.merge must be one of {', '.join(MERGES)}, got {config.merge!r}")
     merge = config.merge
     if merge == "auto":
         if n_split_total <= config.auto_last_max_splits:
@@ -660,17 +665,17 @@ def _plan(q, rows, xtopk: int, config: DecodeConfig, tiles_per_split: int | None
     B, _, H, _ = q.shape
     tiles = triton.cdiv(rows.shape[1], config.block_t)
     xtiles = triton.cdiv(xtopk, config.block_t)
+    sms = _device_sms(q.device)
     block_h = min(config.max_block_h, max(16, triton.next_power_of_2(H)))
     small = config.small_batch_block_h
     if (
         0 < small < block_h
-        and B * triton.cdiv(H, small) * (tiles + xtiles)
-        <= _device_sms(q.device) * config.target_programs_per_sm
+        and B * triton.cdiv(H, small) * (tiles + xtiles) <= sms * config.target_programs_per_sm
     ):
         block_h = small
     n_hblocks = triton.cdiv(H, block_h)
     if tiles_per_split is None:
-        target = max(1, int(_device_sms(q.device) * config.target_programs_per_sm))
+        target = max(1, int(sms * config.target_programs_per_sm))
         tiles_per_split = max(1, math.ceil(B * n_hblocks * (tiles + xtiles) / target))
         if config.merge == "last" and config.last_max_splits > 0:
             # One program merges all of a query's splits: keep their number (its reads) small.
@@ -683,8 +688,6 @@ def _plan(q, rows, xtopk: int, config: DecodeConfig, tiles_per_split: int | None
     num_warps = config.num_warps_h64 if block_h >= 32 else config.num_warps_h16
     n_split_total = n_split + n_xsplit
     merge = _merge_for(config, q.device, n_split_total, B * n_split_total * n_hblocks)
-    if config.q_in_loop not in (True, False, "auto"):
-        raise ValueError(f'DecodeConfig.q_in_loop must be True, False or "auto", got {config.q_in_loop!r}')
     q_in_loop = tiles_per_split == 1 if config.q_in_loop == "auto" else config.q_in_loop
     return _Plan(
         B, H, block_h, n_hblocks, n_split, n_split_total, tiles_per_split, num_warps, merge, q_in_loop
