@@ -49,23 +49,28 @@ SWEEP = {
 
 # The ways to merge the top-k splits (DecodeConfig.merge), and launch variants on top of the
 # default `auto`: heads always in blocks of 32 (`h32`, before small-batch blocks of 16), the
-# query always loaded before the tile loop (`qfirst`), stopping at topk_length (`len`), 16-token
-# tiles (`bt16`), PDL for any attention grid of one wave (`pdl1`), half as many programs
-# (`half`), merge programs of 256 or 64 output columns instead of 128 (`d256`, `d64`).
+# query always loaded before the tile loop (`qfirst`), stopping at topk_length (`len`), 16- or
+# 64-token tiles (`bt16`, `bt64`), PDL for any attention grid of one wave (`pdl1`), PDL only where
+# the attention grid leaves half the SMs idle (`pdl-half`, before the one-wave rule), half as
+# many programs (`half`), merge programs of a fixed 64, 128, 256 or 512 output columns instead of
+# the width rule (`d64`, `d128` as before it, `d256`, `d512`), split partials always in bf16 or
+# always in fp32 (`bf16`, `fp32`), 16-head programs of 4 warps, two an SM (`h16w4x2`).
 TWO_KERNEL = dataclasses.replace(smd.DEFAULT_CONFIG, merge="kernel")
+_AUTO = smd.DEFAULT_CONFIG
 MERGES = {
-    **{
-        name: dataclasses.replace(smd.DEFAULT_CONFIG, merge=name)
-        for name in ("kernel", "pdl", "last", "auto")
-    },
-    "auto-h32": dataclasses.replace(smd.DEFAULT_CONFIG, small_batch_block_h=0),
-    "auto-qfirst": dataclasses.replace(smd.DEFAULT_CONFIG, q_in_loop=False),
-    "auto-len": dataclasses.replace(smd.DEFAULT_CONFIG, loop_to_len=True),
-    "auto-bt16": dataclasses.replace(smd.DEFAULT_CONFIG, block_t=16),
-    "auto-pdl1": dataclasses.replace(smd.DEFAULT_CONFIG, auto_pdl_max_sm_share=1.0),
-    "auto-half": dataclasses.replace(smd.DEFAULT_CONFIG, target_programs_per_sm=0.5),
-    "auto-d256": dataclasses.replace(smd.DEFAULT_CONFIG, combine_block_d=256),
-    "auto-d64": dataclasses.replace(smd.DEFAULT_CONFIG, combine_block_d=64),
+    **{name: dataclasses.replace(_AUTO, merge=name) for name in ("kernel", "pdl", "last", "auto")},
+    "auto-h32": dataclasses.replace(_AUTO, small_batch_block_h=0),
+    "auto-qfirst": dataclasses.replace(_AUTO, q_in_loop=False),
+    "auto-len": dataclasses.replace(_AUTO, loop_to_len=True),
+    "auto-bt16": dataclasses.replace(_AUTO, block_t=16),
+    "auto-bt64": dataclasses.replace(_AUTO, block_t=64),
+    "auto-pdl1": dataclasses.replace(_AUTO, auto_pdl_max_sm_share=1.0),
+    "auto-pdl-half": dataclasses.replace(_AUTO, auto_pdl_one_wave=False),
+    "auto-half": dataclasses.replace(_AUTO, target_programs_per_sm=0.5),
+    **{f"auto-d{d}": dataclasses.replace(_AUTO, combine_block_d=d) for d in (64, 128, 256, 512)},
+    "auto-bf16": dataclasses.replace(_AUTO, partial_dtype="bfloat16"),
+    "auto-fp32": dataclasses.replace(_AUTO, partial_dtype="float32"),
+    "auto-h16w4x2": dataclasses.replace(_AUTO, num_warps_h16=4, target_programs_per_sm=2.0),
 }
 # `--baseline FILE`: another version of sparse_mla_decode.py (e.g. `git show REV:path > FILE`),
 # timed with its own default configuration as the column "baseline", on the same inputs.
@@ -153,6 +158,13 @@ def run(args) -> dict:
         "empty_b2b_us": empty_b2b_us,
         "default_config": dataclasses.asdict(smd.DEFAULT_CONFIG),
         "baseline": str(args.baseline) if args.baseline else None,
+        # Each timed variant's whole configuration, so a column stays readable after the
+        # defaults (and with them what "auto-..." means) have moved on.
+        "variant_configs": {
+            name: dataclasses.asdict(cfg)
+            for name, cfg in MERGES.items()
+            if args.merges and (not args.variants or name in args.variants)
+        },
         "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
     print(json.dumps(meta), flush=True)
@@ -163,6 +175,8 @@ def run(args) -> dict:
     shapes = SHAPES if not args.quick else [s for s in SHAPES if s[0] in (1, 32)]
     if args.floors:  # the shapes of the two floors that concern batch: B=1, and B=32 with H=64
         shapes = [s for s in SHAPES if s[0] == 1] + [s for s in SHAPES if s[0] == 32 and s[1] == 64]
+    if args.batches:
+        shapes = [s for s in shapes if s[0] in args.batches]
     for b, h, k, xk in shapes:
         case = testing.make_case(
             b, h, k, seed=1000 + b + h + k + xk, extra_topk=xk, lengths="full", invalid_frac=0.0,
@@ -322,6 +336,11 @@ def main(argv=None) -> int:
     ap.add_argument("--sweep", action="store_true", help="also time the alternative launch configurations")
     ap.add_argument("--quick", action="store_true", help="B in {1, 32} only")
     ap.add_argument("--floors", action="store_true", help="B=1 and B=32/H=64 only")
+    ap.add_argument(
+        "--batches",
+        type=lambda v: [int(b) for b in v.split(",")],
+        help="only these batch sizes, e.g. 1 or 1,32",
+    )
     ap.add_argument(
         "--merges",
         action="store_true",

@@ -46,6 +46,13 @@ _COMBINE_ARGS = [
 ]  # fmt: skip
 
 
+def _with_partials(args: list, config: smd.DecodeConfig, last: bool) -> list:
+    """`args` with o_part_ptr of the type the call stores the split partials in (bf16 where
+    `DecodeConfig.partial_dtype` says so, for "auto" where the "last" merge runs)."""
+    bf16 = config.partial_dtype == "bfloat16" or (config.partial_dtype == "auto" and last)
+    return [(n, "*bf16" if bf16 else t, d) if n == "o_part_ptr" else (n, t, d) for n, t, d in args]
+
+
 @dataclass
 class CompileReport:
     kernel: str
@@ -130,7 +137,7 @@ def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
         yield (
             f"H{block_h}{'+extra' if has_extra else ''}{'+last' if last else ''}{'+qloop' if q_in_loop else ''}",
             smd._sparse_mla_partial_kernel,
-            _PARTIAL_ARGS,
+            _with_partials(_PARTIAL_ARGS, config, last),
             {"HAS_LEN": True, "HAS_EXTRA": has_extra, "HAS_XLEN": has_extra, "BLOCK_H": block_h,
                  "BLOCK_T": config.block_t, "EMULATE_DOT": False, "Q_IN_LOOP": q_in_loop,
                  "LOOP_TO_LEN": config.loop_to_len, "MERGE_LAST": last, "LAUNCH_DEPENDENTS": not last,
@@ -138,14 +145,16 @@ def variants(config: smd.DecodeConfig = smd.DEFAULT_CONFIG):
             config.num_warps_h64 if block_h >= 32 else config.num_warps_h16,
             config.num_stages,
         )  # fmt: skip
-    for one_step in (True, False):  # all splits in one step, or more than 64 walked in steps
+    # The merge kernel: all of up to 16, 32 or 64 splits in one step (each with the column width
+    # `_combine_block_d` gives it), or more than 64 walked in steps of 64.
+    for s_block, one_step in ((16, True), (32, True), (64, True), (64, False)):
         yield (
-            f"S64{'' if one_step else '+steps'}",
+            f"S{s_block}{'' if one_step else '+steps'}",
             smd._sparse_mla_combine_kernel,
-            _COMBINE_ARGS,
-            {"HAS_SINK": True, "S_BLOCK": 64, "ONE_STEP": one_step, "BLOCK_D": config.combine_block_d,
-                 "WAIT_FOR_PRIMARY": True},
-            4,
+            _with_partials(_COMBINE_ARGS, config, False),
+            {"HAS_SINK": True, "S_BLOCK": s_block, "ONE_STEP": one_step,
+                 "BLOCK_D": smd._combine_block_d(config, s_block), "WAIT_FOR_PRIMARY": True},
+            config.combine_num_warps,
             1,
         )  # fmt: skip
 

@@ -68,8 +68,22 @@ class DecodeConfig:
     # waits for topk_length's load); False: topk_length only masks (faster on the H200 at every
     # batch of the benchmark, where rows are full).
     loop_to_len: bool = False
-    combine_block_d: int = 128
+    # Output columns per merge program; 0: as many as keep at most `combine_values_per_thread`
+    # fp32 partials a thread with all splits loaded at once (512 for up to 32 splits, 256 for
+    # 64): fewer, wider programs where a query has few splits (64 heads at batch 1: 0.4-1.2 us
+    # faster on the H200 than 128 columns), no spills where it has many (512 columns x 64
+    # splits spill on sm_120 and were 4-5 us slower).
+    combine_block_d: int = 0
+    combine_values_per_thread: int = 128
+    combine_num_warps: int = 4
     combine_max_splits_per_step: int = 64
+    # The split partials' storage: "float32", or "bfloat16" (half the bytes the attention kernel
+    # writes and the merge reads back; the merged output is bf16 either way, and FlashInfer's and
+    # SGLang's own `merge_state` take bf16 partials with fp32 LSEs in the same way); "auto":
+    # bf16 where the "last" merge runs (one program reads all of a query's partials: 2-5 % faster
+    # at batch 32 on the H200), fp32 for the merge kernel (bf16 was no faster there, and slower
+    # with its wide programs).
+    partial_dtype: str = "auto"
     # How the top-k splits are merged (MERGES): "kernel", a second kernel launch; "pdl", the same
     # kernel as a programmatic dependent launch (placed while the attention kernel runs, waiting
     # in-kernel for it); "last", inside the attention kernel, by the last program of each (query,
@@ -80,6 +94,11 @@ class DecodeConfig:
     merge: str = "auto"
     auto_last_max_splits: int = 5
     auto_pdl_max_sm_share: float = 0.5
+    # "auto" also takes "pdl" where both grids fit the machine in one wave (attention and merge
+    # programs each at most one per SM): 64 heads at batch 1 with 64 wide merge programs, 0.6 us
+    # faster than the plain launch on the H200. With the merge's programs outnumbering the SMs
+    # (four per head, as before), PDL measured slower there.
+    auto_pdl_one_wave: bool = True
     # With merge="last", one program merges all splits of its (query, head block) alone, so the
     # split is coarsened until a query has at most this many splits (0: no cap).
     last_max_splits: int = 0
@@ -90,9 +109,14 @@ class DecodeConfig:
             raise ValueError(f"DecodeConfig.merge must be one of {', '.join(MERGES)}, got {self.merge!r}")
         if self.q_in_loop not in (True, False, "auto"):
             raise ValueError(f'DecodeConfig.q_in_loop must be True, False or "auto", got {self.q_in_loop!r}')
+        if self.partial_dtype not in PARTIAL_DTYPES:
+            raise ValueError(
+                f"DecodeConfig.partial_dtype must be one of {', '.join(PARTIAL_DTYPES)}, got {self.partial_dtype!r}"
+            )
 
 
 MERGES = ("auto", "kernel", "pdl", "last")
+PARTIAL_DTYPES = ("auto", "float32", "bfloat16")
 
 
 DEFAULT_CONFIG = DecodeConfig()
@@ -242,7 +266,9 @@ def _attend_tiles(
 
 @triton.jit
 def _store_o(o_row, acc, inv_l, col, h_ok, G: tl.constexpr):
-    tl.store(o_row + G * 64 + col[None, :], acc * inv_l[:, None], mask=h_ok[:, None])
+    tl.store(
+        o_row + G * 64 + col[None, :], (acc * inv_l[:, None]).to(o_row.dtype.element_ty), mask=h_ok[:, None]
+    )
 
 
 @triton.jit
@@ -292,7 +318,7 @@ def _sparse_mla_partial_kernel(
     """One program: every head of one query block over one split of the top-k.
 
     Grid (batch, split, head block). Splits [0, n_split) walk the main cache, the rest the extra
-    cache. Writes the split's normalised output (fp32) and its LSE in base 2 (-inf if empty).
+    cache. Writes the split's normalised output (`DecodeConfig.partial_dtype`) and its LSE in base 2 (-inf if empty).
     With MERGE_LAST the last split program of a (query, head block) to finish then merges all
     splits (`_merge_splits`) and writes the final output and LSE.
     """
@@ -442,14 +468,14 @@ def _merge_splits(
         wc = w[:, None]
         o_row = o_part_ptr + row[:, None] * 512 + col[None, :]
         msk = h_ok[:, None]
-        a0 += wc * tl.load(o_row + 0 * 64, mask=msk, other=0.0, cache_modifier=".cg")
-        a1 += wc * tl.load(o_row + 1 * 64, mask=msk, other=0.0, cache_modifier=".cg")
-        a2 += wc * tl.load(o_row + 2 * 64, mask=msk, other=0.0, cache_modifier=".cg")
-        a3 += wc * tl.load(o_row + 3 * 64, mask=msk, other=0.0, cache_modifier=".cg")
-        a4 += wc * tl.load(o_row + 4 * 64, mask=msk, other=0.0, cache_modifier=".cg")
-        a5 += wc * tl.load(o_row + 5 * 64, mask=msk, other=0.0, cache_modifier=".cg")
-        a6 += wc * tl.load(o_row + 6 * 64, mask=msk, other=0.0, cache_modifier=".cg")
-        ar += wc * tl.load(o_row + 7 * 64, mask=msk, other=0.0, cache_modifier=".cg")
+        a0 += wc * tl.load(o_row + 0 * 64, mask=msk, other=0.0, cache_modifier=".cg").to(tl.float32)
+        a1 += wc * tl.load(o_row + 1 * 64, mask=msk, other=0.0, cache_modifier=".cg").to(tl.float32)
+        a2 += wc * tl.load(o_row + 2 * 64, mask=msk, other=0.0, cache_modifier=".cg").to(tl.float32)
+        a3 += wc * tl.load(o_row + 3 * 64, mask=msk, other=0.0, cache_modifier=".cg").to(tl.float32)
+        a4 += wc * tl.load(o_row + 4 * 64, mask=msk, other=0.0, cache_modifier=".cg").to(tl.float32)
+        a5 += wc * tl.load(o_row + 5 * 64, mask=msk, other=0.0, cache_modifier=".cg").to(tl.float32)
+        a6 += wc * tl.load(o_row + 6 * 64, mask=msk, other=0.0, cache_modifier=".cg").to(tl.float32)
+        ar += wc * tl.load(o_row + 7 * 64, mask=msk, other=0.0, cache_modifier=".cg").to(tl.float32)
     if HAS_SINK:
         total += tl.exp2(sink2 - m_row)
 
@@ -514,7 +540,7 @@ def _sparse_mla_combine_kernel(
         ok = splits < n_split_total
         rows = (first + splits) * H + h
         lse = tl.load(lse_part_ptr + rows, mask=ok, other=float("-inf"))
-        o = tl.load(o_part_ptr + rows[:, None] * 512 + d[None, :], mask=ok[:, None], other=0.0)
+        o = tl.load(o_part_ptr + rows[:, None] * 512 + d[None, :], mask=ok[:, None], other=0.0).to(tl.float32)
         m_row = tl.max(lse, 0)
     else:
         m = tl.full([S_BLOCK], float("-inf"), tl.float32)
@@ -540,7 +566,7 @@ def _sparse_mla_combine_kernel(
             rows = (first + s0 + splits) * H + h
             w = tl.exp2(tl.load(lse_part_ptr + rows, mask=ok, other=float("-inf")) - m_row)
             o = tl.load(o_part_ptr + rows[:, None] * 512 + d[None, :], mask=ok[:, None], other=0.0)
-            acc += tl.sum(w[:, None] * o, 0)
+            acc += tl.sum(w[:, None] * o.to(tl.float32), 0)
             total += w
         total_row = tl.sum(total, 0)
     if HAS_SINK:
@@ -636,6 +662,8 @@ class _Plan:
     num_warps: int
     merge: str  # the merge this call runs: config.merge, or what it falls back to (`_merge_for`)
     q_in_loop: bool  # config.q_in_loop, "auto" resolved
+    s_block: int  # splits the merge kernel loads in one step
+    combine_block_d: int  # output columns per merge-kernel program
 
 
 def _device_sms(dev: torch.device) -> int:
@@ -644,15 +672,29 @@ def _device_sms(dev: torch.device) -> int:
     return _num_sms(dev.index if dev.index is not None else torch.cuda.current_device())
 
 
-def _merge_for(config: DecodeConfig, dev: torch.device, n_split_total: int, programs: int) -> str:
-    """The merge a call of `programs` attention programs, `n_split_total` a query, runs:
-    `config.merge`, "auto" resolved, "pdl" falling back to "kernel" where there is no GPU of
-    sm_90 or newer (programmatic dependent launch needs Hopper+)."""
+def _combine_block_d(config: DecodeConfig, s_block: int) -> int:
+    """Output columns per merge-kernel program (`DecodeConfig.combine_block_d`, 0 resolved)."""
+    if config.combine_block_d:
+        return config.combine_block_d
+    cols = config.combine_values_per_thread * 32 * config.combine_num_warps // s_block
+    return max(16, min(HEAD_DIM, triton.next_power_of_2(cols + 1) // 2))  # a power of 2, <= cols
+
+
+def _merge_for(
+    config: DecodeConfig, dev: torch.device, n_split_total: int, programs: int, merge_programs: int
+) -> str:
+    """The merge a call of `programs` attention programs, `n_split_total` a query, runs (the
+    merge kernel would launch `merge_programs`): `config.merge`, "auto" resolved, "pdl" falling
+    back to "kernel" where there is no GPU of sm_90 or newer (programmatic dependent launch
+    needs Hopper+)."""
     merge = config.merge
     if merge == "auto":
+        sms = _device_sms(dev)
         if n_split_total <= config.auto_last_max_splits:
             merge = "last"
-        elif programs <= config.auto_pdl_max_sm_share * _device_sms(dev):
+        elif programs <= config.auto_pdl_max_sm_share * sms or (
+            config.auto_pdl_one_wave and programs <= sms and merge_programs <= sms
+        ):
             merge = "pdl"
         else:
             merge = "kernel"
@@ -687,11 +729,16 @@ def _plan(q, rows, xtopk: int, config: DecodeConfig, tiles_per_split: int | None
     n_xsplit = max(1, triton.cdiv(xtiles, tiles_per_split)) if xtopk else 0
     num_warps = config.num_warps_h64 if block_h >= 32 else config.num_warps_h16
     n_split_total = n_split + n_xsplit
-    merge = _merge_for(config, q.device, n_split_total, B * n_split_total * n_hblocks)
+    s_block = min(config.combine_max_splits_per_step, triton.next_power_of_2(n_split_total))
+    combine_block_d = _combine_block_d(config, s_block)
+    merge = _merge_for(
+        config, q.device, n_split_total, B * n_split_total * n_hblocks, B * H * (HEAD_DIM // combine_block_d)
+    )
     q_in_loop = tiles_per_split == 1 if config.q_in_loop == "auto" else config.q_in_loop
     return _Plan(
-        B, H, block_h, n_hblocks, n_split, n_split_total, tiles_per_split, num_warps, merge, q_in_loop
-    )
+        B, H, block_h, n_hblocks, n_split, n_split_total, tiles_per_split, num_warps, merge, q_in_loop,
+        s_block, combine_block_d,
+    )  # fmt: skip
 
 
 def sparse_mla_decode(
@@ -735,13 +782,15 @@ def sparse_mla_decode(
 
     kv = _flat_bytes(k_cache)
     xkv = _flat_bytes(extra_k_cache) if has_extra else kv
-    o_part = torch.empty(B, plan.n_split_total, H, HEAD_DIM, dtype=torch.float32, device=device)
-    lse_part = torch.empty(B, plan.n_split_total, H, dtype=torch.float32, device=device)
-    out = torch.empty(B, 1, H, D, dtype=torch.bfloat16, device=device)
-    lse = torch.empty(B, 1, H, dtype=torch.float32, device=device)
     # `_stages` (benchmarks) runs one of the two kernels alone; the in-kernel merges need both.
     merge = plan.merge if _stages == "partial+combine" else "kernel"
     in_kernel = merge == "last"
+    bf16_partials = config.partial_dtype == "bfloat16" or (config.partial_dtype == "auto" and in_kernel)
+    part_dtype = torch.bfloat16 if bf16_partials else torch.float32
+    o_part = torch.empty(B, plan.n_split_total, H, HEAD_DIM, dtype=part_dtype, device=device)
+    lse_part = torch.empty(B, plan.n_split_total, H, dtype=torch.float32, device=device)
+    out = torch.empty(B, 1, H, D, dtype=torch.bfloat16, device=device)
+    lse = torch.empty(B, 1, H, dtype=torch.float32, device=device)
     counters = _merge_counters(device, B * plan.n_hblocks) if in_kernel else lse_part
 
     if "partial" in _stages:
@@ -771,16 +820,15 @@ def sparse_mla_decode(
         )  # fmt: skip
     if "combine" in _stages and not in_kernel:
         pdl = {"launch_pdl": True} if merge == "pdl" else {}
-        s_block = min(config.combine_max_splits_per_step, triton.next_power_of_2(plan.n_split_total))
-        _sparse_mla_combine_kernel[(B * H, HEAD_DIM // config.combine_block_d)](
+        _sparse_mla_combine_kernel[(B * H, HEAD_DIM // plan.combine_block_d)](
             o_part, lse_part, attn_sink if attn_sink is not None else lse_part,
             out, out.stride(0), out.stride(2), lse, H, plan.n_split_total,
             HAS_SINK=attn_sink is not None,
-            S_BLOCK=s_block,
-            ONE_STEP=plan.n_split_total <= s_block,
-            BLOCK_D=config.combine_block_d,
+            S_BLOCK=plan.s_block,
+            ONE_STEP=plan.n_split_total <= plan.s_block,
+            BLOCK_D=plan.combine_block_d,
             WAIT_FOR_PRIMARY=merge == "pdl",
-            num_warps=4,
+            num_warps=config.combine_num_warps,
             **pdl,
         )  # fmt: skip
     return out, lse.permute(0, 2, 1)

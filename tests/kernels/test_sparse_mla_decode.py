@@ -162,12 +162,34 @@ def test_the_top_k_split_does_not_change_the_answer(device):
         {"q_in_loop": False, "small_batch_block_h": 0},
         {"num_stages": 1, "block_t": 16},
         {"max_block_h": 64},
+        {"partial_dtype": "bfloat16", "combine_block_d": 512, "combine_num_warps": 8},
     ],
-    ids=["q-in-loop+loop-to-len", "q-before-loop+h32", "stages1-bt16", "h64-one-program"],
+    ids=[
+        "q-in-loop+loop-to-len",
+        "q-before-loop+h32",
+        "stages1-bt16",
+        "h64-one-program",
+        "bf16-partials-d512",
+    ],
 )
 def test_launch_variants_compute_the_same_function(knobs, device):
     case = testing.make_case(2, 40, 96, seed=13, device=device, extra_topk=64, sink=True)
     _check(*_ours(case, config=dataclasses.replace(smd.DEFAULT_CONFIG, **knobs)), *_reference(case))
+
+
+def test_bf16_partials_stay_within_the_bounds_under_every_merge(device, merge):
+    """Split partials stored as bf16 (half the bytes between the two kernels) still meet the
+    issue's bounds against float64, with the extra cache, the sink and short rows in play."""
+    config = dataclasses.replace(merge, partial_dtype="bfloat16")
+    case = testing.make_case(2, 40, 96, seed=15, device=device, extra_topk=64, sink=True, lengths="random")
+    out, lse = _ours(case, tiles_per_split=1, config=config)
+    _check(out, lse, *_reference(case), "bf16 partials")
+    full = _ours(case, tiles_per_split=1, config=dataclasses.replace(merge, partial_dtype="float32"))
+    # Not the fp32 path's answer to the bit (the partials were rounded), but within bf16 of it.
+    assert 0 < (out.float() - full[0].float()).abs().max() <= 8e-3
+    assert (lse - full[1]).abs().max() <= 1e-5
+    with pytest.raises(ValueError, match="partial_dtype must be one of"):
+        dataclasses.replace(merge, partial_dtype="float16")
 
 
 def test_every_output_element_is_written(device, monkeypatch, merge):
@@ -238,24 +260,75 @@ def test_auto_merge_follows_the_split_and_the_idle_sms_and_pdl_needs_hopper(monk
     cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
     monkeypatch.setattr(smd, "_device_sms", lambda dev: 132)
     monkeypatch.setattr(smd.torch.cuda, "get_device_capability", lambda dev=None: (9, 0))
-    # (splits a query, attention programs) -> merge: few splits merge in-kernel; many splits
-    # over a grid that leaves half the SMs idle or more take PDL; fuller grids the merge kernel.
-    cases = {(1, 1): "last", (5, 96): "last", (6, 16): "pdl", (48, 66): "pdl", (48, 67): "kernel"}
+    # (splits a query, attention programs, merge programs) -> merge: few splits merge in-kernel;
+    # many splits over a grid that leaves half the SMs idle or more take PDL, and so do two
+    # grids of one wave each; the rest the merge kernel.
+    cases = {
+        (1, 1, 64): "last", (5, 96, 64): "last", (6, 16, 1024): "pdl", (48, 66, 1024): "pdl",
+        (48, 67, 1024): "kernel", (32, 128, 128): "pdl", (32, 128, 256): "kernel", (48, 133, 64): "kernel",
+    }  # fmt: skip
     assert {k: smd._merge_for(cfg, gpu, *k) for k in cases} == cases
-    assert smd._merge_for(dataclasses.replace(cfg, auto_last_max_splits=0), gpu, 1, 1) == "pdl"
-    assert smd._merge_for(cfg, cpu, 6, 6) == "kernel"  # no griddepcontrol in the interpreter
+    assert smd._merge_for(dataclasses.replace(cfg, auto_pdl_one_wave=False), gpu, 32, 128, 128) == "kernel"
+    assert smd._merge_for(dataclasses.replace(cfg, auto_last_max_splits=0), gpu, 1, 1, 64) == "pdl"
+    assert smd._merge_for(cfg, cpu, 6, 6, 64) == "kernel"  # no griddepcontrol in the interpreter
     monkeypatch.setattr(smd.torch.cuda, "get_device_capability", lambda dev=None: (8, 9))
-    assert smd._merge_for(dataclasses.replace(cfg, merge="pdl"), gpu, 6, 6) == "kernel"
-    assert smd._merge_for(dataclasses.replace(cfg, merge="last"), gpu, 48, 96) == "last"
+    assert smd._merge_for(dataclasses.replace(cfg, merge="pdl"), gpu, 6, 6, 64) == "kernel"
+    assert smd._merge_for(dataclasses.replace(cfg, merge="last"), gpu, 48, 96, 64) == "last"
     with pytest.raises(ValueError, match="merge must be one of"):
-        smd._merge_for(dataclasses.replace(cfg, merge="fused"), cpu, 1, 1)
-    # The plan asks with the split it chose, on an H200's 132 SMs: 64 heads at batch 1 split
-    # the top-k 48 ways (96 programs: "kernel"), at batch 32 three ways ("last").
-    rows = torch.zeros(1, 1024, dtype=torch.int32)
-    for batch, n_split_total, merge in ((1, 48, "kernel"), (32, 3, "last")):
+        dataclasses.replace(cfg, merge="fused")
+    monkeypatch.setattr(smd.torch.cuda, "get_device_capability", lambda dev=None: (9, 0))
+    # The plan asks with the split and merge width it chose, on an H200's 132 SMs. 64 heads at
+    # batch 1, top-k 1024 + 512: split 48 ways (96 programs of 32 heads), 128 merge programs of
+    # 256 columns: "pdl", both grids one wave; top-k 1024: 32 ways (128 programs of 16 heads),
+    # 64 merge programs of 512 columns: "pdl" (these CPU tensors then run it as "kernel"). At
+    # batch 8, top-k 512: 8 ways (128 programs), 512 merge programs: "kernel". At batch 32,
+    # three ways: "last".
+    asked = []
+    real_merge_for = smd._merge_for
+
+    def merge_for_on_a_gpu(config, dev, *counts):  # the choice before the CPU's fallback
+        asked.append(real_merge_for(config, gpu, *counts))
+        return asked[-1]
+
+    monkeypatch.setattr(smd, "_merge_for", merge_for_on_a_gpu)
+    expected = {  # (batch, top-k, extra top-k): (splits a query, merge, merge columns)
+        (1, 1024, 512): (48, "pdl", 256), (1, 1024, 0): (32, "pdl", 512),
+        (8, 512, 0): (8, "kernel", 512), (32, 1024, 512): (3, "last", 512),
+    }  # fmt: skip
+    for (batch, topk, xtopk), want in expected.items():
         q = torch.zeros(batch, 1, 64, smd.HEAD_DIM, dtype=torch.bfloat16)
-        plan = smd._plan(q, rows.expand(batch, -1), 512, cfg, None)
-        assert (plan.n_split_total, plan.merge) == (n_split_total, merge)
+        plan = smd._plan(q, torch.zeros(batch, topk, dtype=torch.int32), xtopk, cfg, None)
+        assert (plan.n_split_total, asked[-1], plan.combine_block_d) == want, (batch, topk, xtopk)
+
+
+def test_merge_programs_widen_where_a_query_has_few_splits():
+    """All splits are loaded at once, so a program's columns shrink as the splits grow: at most
+    128 fp32 values a thread (4 warps), never more than a head's 512 columns."""
+    cfg = smd.DEFAULT_CONFIG
+    widths = {s: smd._combine_block_d(cfg, s) for s in (1, 2, 4, 8, 16, 32, 64)}
+    assert widths == {1: 512, 2: 512, 4: 512, 8: 512, 16: 512, 32: 512, 64: 256}
+    assert smd._combine_block_d(dataclasses.replace(cfg, combine_values_per_thread=64), 64) == 128
+    assert smd._combine_block_d(dataclasses.replace(cfg, combine_num_warps=8), 64) == 512
+    assert smd._combine_block_d(dataclasses.replace(cfg, combine_block_d=64), 16) == 64  # fixed
+
+
+def test_auto_partials_are_bf16_only_where_the_last_program_merges(device, monkeypatch):
+    made = []
+    real_empty = torch.empty
+
+    def recording_empty(*args, **kwargs):
+        t = real_empty(*args, **kwargs)
+        if t.dim() == 4 and t.shape[-1] == smd.HEAD_DIM and t.shape[1] > 0 and t.shape[2] == 16:
+            made.append(t.dtype)
+        return t
+
+    monkeypatch.setattr(smd.torch, "empty", recording_empty)
+    case = testing.make_case(1, 16, 64, seed=16, device=device, extra_topk=32, sink=True)
+    for merge in ("last", "kernel"):
+        made.clear()
+        _ours(case, tiles_per_split=1, config=MERGES[merge])
+        # the split partials first, then the output (always bf16)
+        assert made[0] == (torch.bfloat16 if merge == "last" else torch.float32), merge
 
 
 def test_small_batches_run_heads_in_blocks_of_sixteen(monkeypatch):
