@@ -70,8 +70,8 @@ class DecodeConfig:
     loop_to_len: bool = False
     # Output columns per merge program; 0: as many as keep at most `combine_values_per_thread`
     # fp32 partials a thread with all splits loaded at once (512 for up to 32 splits, 256 for
-    # 64): fewer, wider programs where a query has few splits (64 heads at batch 1: 0.4-1.2 us
-    # faster on the H200 than 128 columns), no spills where it has many (512 columns x 64
+    # 64): fewer, wider programs where a query has few splits (1.11x at batch 8 and 1.03x at
+    # batch 1 on the H200 against 128 columns), no spills where it has many (512 columns x 64
     # splits spill on sm_120 and were 4-5 us slower).
     combine_block_d: int = 0
     combine_values_per_thread: int = 128
@@ -95,8 +95,8 @@ class DecodeConfig:
     auto_last_max_splits: int = 5
     auto_pdl_max_sm_share: float = 0.5
     # "auto" also takes "pdl" where both grids fit the machine in one wave (attention and merge
-    # programs each at most one per SM): 64 heads at batch 1 with 64 wide merge programs, 0.6 us
-    # faster than the plain launch on the H200. With the merge's programs outnumbering the SMs
+    # programs each at most one per SM): 0.4-0.8 us faster than the plain launch on the H200
+    # (64 heads at batch 1, 16 heads at batch 8). With the merge's programs outnumbering the SMs
     # (four per head, as before), PDL measured slower there.
     auto_pdl_one_wave: bool = True
     # With merge="last", one program merges all splits of its (query, head block) alone, so the
@@ -318,7 +318,8 @@ def _sparse_mla_partial_kernel(
     """One program: every head of one query block over one split of the top-k.
 
     Grid (batch, split, head block). Splits [0, n_split) walk the main cache, the rest the extra
-    cache. Writes the split's normalised output (`DecodeConfig.partial_dtype`) and its LSE in base 2 (-inf if empty).
+    cache. Writes the split's normalised output (fp32, or bf16: `DecodeConfig.partial_dtype`) and
+    its LSE in base 2 (-inf if empty).
     With MERGE_LAST the last split program of a (query, head block) to finish then merges all
     splits (`_merge_splits`) and writes the final output and LSE.
     """

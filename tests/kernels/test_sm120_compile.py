@@ -25,12 +25,8 @@ def test_every_kernel_variant_builds_sm120_cubin_on_tensor_cores_without_spills(
     reports = json.loads(res.stdout)
     partial = {"H16", "H16+extra", "H32", "H32+extra"}
     partial |= {v + "+last" for v in partial}
-    assert {r["variant"] for r in reports} == partial | {v + "+qloop" for v in partial} | {
-        "S16",
-        "S32",
-        "S64",
-        "S64+steps",
-    }
+    merges = {"S16", "S32", "S64", "S64+steps"}  # all splits in one step of 16, 32, 64; or steps of 64
+    assert {r["variant"] for r in reports} == partial | {v + "+qloop" for v in partial} | merges
     for r in reports:
         assert r["arch"] == "sm_120a", r
         assert r["spill_stores_bytes"] == 0 and r["spill_loads_bytes"] == 0, r

@@ -318,7 +318,7 @@ def test_auto_partials_are_bf16_only_where_the_last_program_merges(device, monke
 
     def recording_empty(*args, **kwargs):
         t = real_empty(*args, **kwargs)
-        if t.dim() == 4 and t.shape[-1] == smd.HEAD_DIM and t.shape[1] > 0 and t.shape[2] == 16:
+        if t.dim() == 4 and t.shape[-1] == smd.HEAD_DIM:  # the split partials, or the output
             made.append(t.dtype)
         return t
 
