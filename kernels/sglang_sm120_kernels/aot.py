@@ -47,9 +47,8 @@ _COMBINE_ARGS = [
 
 
 def _with_partials(args: list, config: smd.DecodeConfig, last: bool) -> list:
-    """`args` with o_part_ptr of the type the call stores the split partials in (bf16 where
-    `DecodeConfig.partial_dtype` says so, for "auto" where the "last" merge runs)."""
-    bf16 = config.partial_dtype == "bfloat16" or (config.partial_dtype == "auto" and last)
+    """`args` with o_part_ptr of the type the call stores the split partials in."""
+    bf16 = smd._partials_in_bf16(config, last)
     return [(n, "*bf16" if bf16 else t, d) if n == "o_part_ptr" else (n, t, d) for n, t, d in args]
 
 

@@ -673,6 +673,12 @@ def _device_sms(dev: torch.device) -> int:
     return _num_sms(dev.index if dev.index is not None else torch.cuda.current_device())
 
 
+def _partials_in_bf16(config: DecodeConfig, last_merge: bool) -> bool:
+    """Whether the split partials are stored as bf16 (`DecodeConfig.partial_dtype`, "auto"
+    resolved: bf16 where the attention kernel's last program merges them)."""
+    return config.partial_dtype == "bfloat16" or (config.partial_dtype == "auto" and last_merge)
+
+
 def _combine_block_d(config: DecodeConfig, s_block: int) -> int:
     """Output columns per merge-kernel program (`DecodeConfig.combine_block_d`, 0 resolved)."""
     if config.combine_block_d:
@@ -786,8 +792,7 @@ def sparse_mla_decode(
     # `_stages` (benchmarks) runs one of the two kernels alone; the in-kernel merges need both.
     merge = plan.merge if _stages == "partial+combine" else "kernel"
     in_kernel = merge == "last"
-    bf16_partials = config.partial_dtype == "bfloat16" or (config.partial_dtype == "auto" and in_kernel)
-    part_dtype = torch.bfloat16 if bf16_partials else torch.float32
+    part_dtype = torch.bfloat16 if _partials_in_bf16(config, in_kernel) else torch.float32
     o_part = torch.empty(B, plan.n_split_total, H, HEAD_DIM, dtype=part_dtype, device=device)
     lse_part = torch.empty(B, plan.n_split_total, H, dtype=torch.float32, device=device)
     out = torch.empty(B, 1, H, D, dtype=torch.bfloat16, device=device)
