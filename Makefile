@@ -58,7 +58,7 @@ validate: $(STAMP) ## check the config for both topologies (CONFIG=bundle.yaml t
 	$(BUNDLE) validate $(if $(CONFIG),-c $(CONFIG))
 
 argspec: $(STAMP) ## refresh the parser snapshots from the pinned sglang / sglang-router in .venv
-	$(BIN)/python -m bundle.argspec --write
+	$(BIN)/python -m bundle.rules.argspec --write
 
 .PHONY: help install test launch rehearse smoke bench down validate argspec
 
@@ -70,7 +70,7 @@ image-plan: ## print the image build plan: layers, tags, build arguments from th
 	$(BUNDLE) build --dry-run
 
 lock: ## resolve docker/lock.toml's pins into the hashed docker/requirements/*.txt
-	$(BIN)/python -m bundle.requirements
+	$(BIN)/python -m bundle.images.requirements
 
 buildx: ## install the docker buildx plugin from Debian's archive when the CLI lacks it
 	docker/install-buildx.sh
@@ -84,7 +84,7 @@ lint: $(STAMP) ## hadolint every Dockerfile (ignores justified in .hadolint.yaml
 # ---- rehearsal (bundle/simulator, docker/rehearsal.Dockerfile, compose/rehearsal-*.yaml) ----
 rehearsal-image: $(STAMP) ## build the rehearsal image (simulated workers, real router, bench_serving) if its inputs changed
 	@docker image inspect sglang-bundle/debian-root:bookworm >/dev/null 2>&1 || docker/debian-root.sh
-	$(BIN)/python -m bundle.rehearsal image
+	$(BIN)/python -m bundle.images.rehearsal image
 
 rehearsal-lock: ## resolve requirements/rehearsal*.in into the hashed requirements/rehearsal*.txt
 	for f in rehearsal rehearsal-nodeps rehearsal-tools; do \

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import requests
 
-from bundle import rehearsal
-from bundle.docker import Stack
+from bundle.images import rehearsal
+from bundle.stack.docker import Stack
 from tests.sim_process import free_port
 
 SERVED = "dsv4-simulated"

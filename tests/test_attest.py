@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bundle import attest
-from bundle.config import load_config
-from bundle.workers import Environ, Reply
+from bundle.verify import attest
+from bundle.config.loader import load_config
+from bundle.stack.workers import Environ, Reply
 from tests.conftest import write_config
 
 DATA = Path(__file__).parent / "data" / "server_info"

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bundle import bench, bench_serving, report
-from bundle.config import load_config
-from bundle.docker import ToolRun
+from bundle.verify import bench
+from bundle.verify import bench_serving
+from bundle.verify import report
+from bundle.config.loader import load_config
+from bundle.stack.docker import ToolRun
 from tests.conftest import write_config
 
 DATA = Path(__file__).parent / "data" / "bench"
@@ -149,7 +151,7 @@ def test_no_lines_from_an_empty_or_damaged_file(text):
 
 
 def test_env_file_reads_back_what_render_writes(tmp_path):
-    from bundle.render import write_env_file
+    from bundle.render.compose import write_env_file
 
     env = {"A": "plain", "B": 'has "double" quotes', "C": "it's"}
     write_env_file(tmp_path / "e.env", env, ("t",))
@@ -162,7 +164,7 @@ def test_a_run_where_every_request_failed_still_accounts_for_every_request():
     # computing its statistics), only these.
     from pathlib import Path
 
-    from bundle import bench_serving
+    from bundle.verify import bench_serving
 
     log = (Path(__file__).parent / "data" / "bench" / "all_requests_failed.log").read_text()
     summary = bench_serving.summarize_all_failed(log, num_prompts=16)

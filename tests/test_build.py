@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bundle import build
+from bundle.images import build
 from bundle.cli import main
 from bundle.errors import BundleError
-from bundle.lock import LOCK_HASH_LABEL, load_lock
+from bundle.images.lock import LOCK_HASH_LABEL, load_lock
 
 REPO = Path(__file__).resolve().parents[1]
 

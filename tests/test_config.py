@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from bundle.checks import check
+from bundle.rules.check import check
 from bundle.cli import main
-from bundle.config import SCHEMA_PATH, _defaults_source, load_config, schema_problems
+from bundle.config.loader import SCHEMA_PATH, _defaults_source, load_config, schema_problems
 from bundle.errors import EXIT_CONFIG, ConfigError
 from tests.conftest import write_config
 

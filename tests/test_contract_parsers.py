@@ -10,10 +10,10 @@ from importlib.metadata import version
 
 import pytest
 
-from bundle import argspec
-from bundle.config import load_config
-from bundle.lock import load_lock
-from bundle.render import ROUTER_MODULE, SERVER_MODULE, program_args, render
+from bundle.rules import argspec
+from bundle.config.loader import load_config
+from bundle.images.lock import load_lock
+from bundle.render.compose import ROUTER_MODULE, SERVER_MODULE, program_args, render
 from tests.conftest import write_config
 from tests.test_render import NON_DEFAULT
 
@@ -43,7 +43,7 @@ def test_snapshot_equals_the_pinned_parser(name, server_parser, router_parser):
     parser = server_parser if name == "sglang-server" else router_parser
     dist = "sglang" if name == "sglang-server" else "sglang-router"
     live = json.loads(json.dumps(argspec.spec_from_parser(parser, package_version=version(dist))))
-    assert live == argspec.load_spec(name), "run `python -m bundle.argspec --write` and review the diff"
+    assert live == argspec.load_spec(name), "run `python -m bundle.rules.argspec --write` and review the diff"
 
 
 def _commands(tmp_path, which, topology, compose_available):
@@ -51,7 +51,7 @@ def _commands(tmp_path, which, topology, compose_available):
     rendered = render(dep, topology)
     if compose_available:
         return {name: s["command"] for name, s in rendered.stack().config()["services"].items()}
-    from bundle.render import resolved_commands
+    from bundle.render.compose import resolved_commands
 
     return resolved_commands(rendered.env, rendered.compose_files)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bundle import build
-from bundle.lock import LOCK_HASH_LABEL, load_lock
+from bundle.images import build
+from bundle.images.lock import LOCK_HASH_LABEL, load_lock
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILES = sorted((REPO / "docker").glob("*.Dockerfile"))
@@ -102,7 +102,7 @@ def test_bake_defaults_match_the_lock():
 
 @pytest.mark.docker
 def test_bake_file_parses_with_buildx():
-    from bundle import docker
+    from bundle.stack import docker
 
     if not docker.buildx_available():
         pytest.skip("no docker buildx (docker/install-buildx.sh installs it)")
@@ -211,7 +211,7 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
 def test_without_buildx_the_legacy_builder_builds_the_runtime_layer(standin_project, monkeypatch):
     """The fallback for a CLI with no buildx: the same Dockerfile through `docker build` with
     DOCKER_BUILDKIT=0 (slow on fuse-overlayfs, so only the lightest layer is built here)."""
-    from bundle import docker
+    from bundle.stack import docker
 
     monkeypatch.setenv("BUNDLE_HOME", str(standin_project))
     lock = load_lock(standin_project / "docker" / "lock.toml")

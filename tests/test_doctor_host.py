@@ -8,7 +8,7 @@ import os
 import resource
 import socket
 
-from bundle import port_owners
+from bundle.doctor import port_owners
 from bundle.doctor import checks_host, checks_model, checks_ports
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import Status

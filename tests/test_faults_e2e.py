@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from bundle import runstate
+from bundle.stack import runstate
 from bundle.cli import main
 from tests.conftest import write_config
 from tests.sim_process import free_port

@@ -10,7 +10,8 @@ import uuid
 
 import pytest
 
-from bundle import docker, runstate
+from bundle.stack import docker
+from bundle.stack import runstate
 from bundle.cli import main
 from bundle.errors import EXIT_CONFIG, EXIT_TIMEOUT
 from tests.conftest import write_config

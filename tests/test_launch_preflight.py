@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from bundle import docker
+from bundle.stack import docker
 from bundle.cli import main
 from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT
 from tests.conftest import write_config

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bundle.errors import ConfigError
-from bundle.lock import load_lock
-from bundle.requirements import check_locks, compile_locks, parse_pins
+from bundle.images.lock import load_lock
+from bundle.images.requirements import check_locks, compile_locks, parse_pins
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "docker" / "lock.toml"

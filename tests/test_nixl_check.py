@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle import nixl_check
+from bundle.doctor import nixl_check
 
 DATA = Path(__file__).parent / "data" / "nixl"
 

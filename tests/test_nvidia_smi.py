@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bundle import nvidia_smi
-from bundle.nvidia_smi import parse_gpu_query, parse_topology
+from bundle.doctor import nvidia_smi
+from bundle.doctor.nvidia_smi import parse_gpu_query, parse_topology
 
 DATA = Path(__file__).parent / "data" / "nvidia_smi"
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from bundle import docker, pull
+from bundle.stack import docker
+from bundle.images import pull
 from bundle.cli import main
 from bundle.errors import BundleError
-from bundle.lock import LOCK_HASH_LABEL, load_lock
+from bundle.images.lock import LOCK_HASH_LABEL, load_lock
 
 BASE_IMAGE = "sglang-bundle/debian-root:bookworm"
 REPO_ROOT = Path(__file__).resolve().parents[1]

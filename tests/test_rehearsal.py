@@ -10,8 +10,8 @@ import time
 import pytest
 import requests
 
-from bundle import rehearsal
-from bundle.docker import Stack
+from bundle.images import rehearsal
+from bundle.stack.docker import Stack
 from tests.rehearsal_stack import SERVED, bench, chat, env_for, rehearsal_stack, wait_healthy
 
 pytestmark = pytest.mark.docker

@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from bundle.cli import main
-from bundle.config import load_config
-from bundle.render import ROUTER_MODULE, SERVER_MODULE, program_args, render, resolved_commands
+from bundle.config.loader import load_config
+from bundle.render.compose import ROUTER_MODULE, SERVER_MODULE, program_args, render, resolved_commands
 from tests.conftest import write_config
 
 NON_DEFAULT = """

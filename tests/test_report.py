@@ -7,8 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from bundle import report
-from bundle.config import load_config
+from bundle.verify import report
+from bundle.config.loader import load_config
 
 BASELINE = load_config(None).raw["bench"]["baseline"]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from bundle.frontdoor import FrontDoor
-from bundle.smoke import smoke
-from bundle.workers import HttpWorkers, parse_prometheus
+from bundle.stack.frontdoor import FrontDoor
+from bundle.verify.smoke import smoke
+from bundle.stack.workers import HttpWorkers, parse_prometheus
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = REPO / "bundle" / "simulator" / "simulated_model"

@@ -14,9 +14,12 @@ import uuid
 
 import pytest
 
-from bundle import attest, rehearsal, report, runstate
+from bundle.verify import attest
+from bundle.images import rehearsal
+from bundle.verify import report
+from bundle.stack import runstate
 from bundle.cli import main
-from bundle.config import load_config
+from bundle.config.loader import load_config
 from bundle.errors import BundleError
 from tests.conftest import write_config
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from bundle.checks import Findings, check
-from bundle.config import TOPOLOGIES, Deployment, find_config, load_config
+from bundle.rules.check import Findings, check
+from bundle.config.loader import TOPOLOGIES, Deployment, find_config, load_config
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:

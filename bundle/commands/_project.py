@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from bundle import runstate
-from bundle.config import find_config, load_config
+from bundle.stack import runstate
+from bundle.config.loader import find_config, load_config
 from bundle.errors import BundleError
-from bundle.render import render
+from bundle.render.compose import render
 
 
 def launched(args: argparse.Namespace, topology: str) -> runstate.LaunchRecord:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from bundle import docker, runstate
+from bundle.stack import docker
+from bundle.stack import runstate
 from bundle.commands._project import launched
-from bundle.config import TOPOLOGIES, Deployment, find_config, load_config
+from bundle.config.loader import TOPOLOGIES, Deployment, find_config, load_config
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 
 WORKER_SERVICES = {"tp4": {"tp4": "server"}, "pd": {"prefill": "prefill", "decode": "decode"}}

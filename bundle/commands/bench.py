@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from bundle.commands._common import add_config_argument
-from bundle.config import TOPOLOGIES
+from bundle.config.loader import TOPOLOGIES
 
 HELP = "benchmark the running topology with SGLang's bench_serving; JSON line, table and plot under runs/"
 
@@ -41,10 +41,12 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from bundle import bench, report, runstate
+    from bundle.verify import bench
+    from bundle.verify import report
+    from bundle.stack import runstate
     from bundle.commands._target import running_target
     from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
-    from bundle.frontdoor import front_door
+    from bundle.stack.frontdoor import front_door
 
     dep, topology, record = running_target(args)
     for value, name in ((args.input_len, "--input-len"), (args.output_len, "--output-len"),

@@ -7,8 +7,8 @@ import re
 
 from rich.console import Console
 
-from bundle import build
-from bundle.lock import load_lock
+from bundle.images import build
+from bundle.images.lock import load_lock
 
 HELP = "build the layered images pinned by docker/lock.toml (--dry-run prints the plan)"
 
@@ -69,7 +69,7 @@ def _print_plan(console: Console, plan: build.Plan, layers: list[build.LayerPlan
 
 def _states(layers: list[build.LayerPlan]) -> dict[str, str]:
     """'(built: will be reused)' / '(to build)' per layer, or nothing when no engine answers."""
-    from bundle import docker
+    from bundle.stack import docker
     from bundle.errors import BundleError
 
     try:

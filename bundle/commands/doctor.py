@@ -10,7 +10,7 @@ HELP = "check this host can run a topology: GPUs, driver, Docker, limits, disk, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from bundle.config import TOPOLOGIES
+    from bundle.config.loader import TOPOLOGIES
     from bundle.doctor.registry import NAMES
 
     parser.add_argument("topology", nargs="?", choices=TOPOLOGIES, default="pd",
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_context(args: argparse.Namespace):
     """The checks' view of the deployment: config (or embedded defaults) overridden by the flags."""
-    from bundle.config import find_config, load_config
+    from bundle.config.loader import find_config, load_config
     from bundle.doctor.context import HostContext
     from bundle.errors import BundleError
 
@@ -42,7 +42,7 @@ def build_context(args: argparse.Namespace):
     lock_hash = None
     if not image:
         try:
-            from bundle.lock import load_lock
+            from bundle.images.lock import load_lock
 
             lock = load_lock()
             image, lock_hash = lock.image_ref, lock.hash

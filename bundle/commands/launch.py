@@ -11,13 +11,15 @@ import argparse
 import json
 import time
 
-from bundle import docker, port_owners, runstate
+from bundle.stack import docker
+from bundle.doctor import port_owners
+from bundle.stack import runstate
 from bundle.commands._common import add_config_argument, add_topology_argument, load_checked
 from bundle.durations import parse_duration
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
-from bundle.frontdoor import front_door
-from bundle.ready import BackgroundUp, NotReady, wait_ready
-from bundle.render import render
+from bundle.stack.frontdoor import front_door
+from bundle.stack.ready import BackgroundUp, NotReady, wait_ready
+from bundle.render.compose import render
 
 HELP = "bring a topology up and wait until it truly serves (health, router pairing, one generation)"
 SERVICES = {"tp4": {"server"}, "pd": {"prefill", "decode", "router"}}
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     knobs = _sim_knobs(args.sim, args.rehearsal)
     extra_env = {}
     if args.rehearsal:
-        from bundle import rehearsal
+        from bundle.images import rehearsal
 
         console.print("rehearsal: building the simulator image if its inputs changed ...")
         extra_env = rehearsal.env_values(rehearsal.ensure_image(), knobs=knobs)
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _lock_image() -> str:
-    from bundle.lock import load_lock
+    from bundle.images.lock import load_lock
 
     return load_lock().image_ref
 
@@ -132,7 +134,7 @@ def _sim_knobs(pairs: list[str], rehearsal: bool) -> dict[str, str]:
 def _attest(dep, topology, rendered, run_dir, console) -> None:
     """Record what actually runs (CUDA graphs, backends, TP...): a FAIL here fails the launch."""
     try:
-        from bundle import attest
+        from bundle.verify import attest
     except ImportError:  # attestation ships with the smoke/bench verbs
         return
     result = attest.attest(dep, topology, rendered)

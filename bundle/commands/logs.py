@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bundle import docker
+from bundle.stack import docker
 from bundle.commands._common import add_config_argument, add_topology_argument
 from bundle.commands._project import launched
 

@@ -14,9 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from bundle import docker
-    from bundle.lock import load_lock
-    from bundle.pull import not_published_error, pull_verified, target_from_lock
+    from bundle.stack import docker
+    from bundle.images.lock import load_lock
+    from bundle.images.pull import not_published_error, pull_verified, target_from_lock
 
     lock = load_lock(args.lock)
     target = target_from_lock(lock)

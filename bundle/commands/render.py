@@ -8,7 +8,7 @@ import sys
 import yaml
 
 from bundle.commands._common import add_config_argument, add_topology_argument, load_checked
-from bundle.render import render
+from bundle.render.compose import render
 
 HELP = "write runs/<project>/bundle.env and print the configuration exactly as docker compose resolves it"
 
@@ -24,14 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from bundle import docker
+    from bundle.stack import docker
 
     dep, findings = load_checked(args, args.topology)
     for warning in findings.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     extra = {}
     if args.rehearsal:
-        from bundle import rehearsal
+        from bundle.images import rehearsal
 
         # The tag only: render never builds (launch --rehearsal does).
         extra = rehearsal.env_values(rehearsal.image_tag())

@@ -10,7 +10,7 @@ import argparse
 import json
 
 from bundle.commands._common import add_config_argument
-from bundle.config import TOPOLOGIES
+from bundle.config.loader import TOPOLOGIES
 
 HELP = "smoke-test the running topology: health, model, answers, streaming, greedy repeatability, PD path"
 
@@ -25,13 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from bundle import report, runstate
+    from bundle.verify import report
+    from bundle.stack import runstate
     from bundle.commands._target import WORKER_SERVICES, running_target
     from bundle.durations import parse_duration
     from bundle.errors import EXIT_FAILED, BundleError
-    from bundle.frontdoor import front_door
-    from bundle.smoke import smoke
-    from bundle.workers import ComposeWorkers
+    from bundle.stack.frontdoor import front_door
+    from bundle.verify.smoke import smoke
+    from bundle.stack.workers import ComposeWorkers
 
     dep, topology, record = running_target(args)
     front = front_door(dep)

@@ -7,11 +7,11 @@ import json
 
 import requests
 
-from bundle import docker
+from bundle.stack import docker
 from bundle.commands._common import add_config_argument
 from bundle.commands._project import launched
-from bundle.config import TOPOLOGIES, find_config, load_config
-from bundle.frontdoor import front_door
+from bundle.config.loader import TOPOLOGIES, find_config, load_config
+from bundle.stack.frontdoor import front_door
 
 HELP = "show what runs: containers, health, restarts, ports, and whether the front door serves"
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from bundle.commands._common import add_config_argument, add_topology_argument, load_checked
-from bundle.config import TOPOLOGIES
+from bundle.config.loader import TOPOLOGIES
 
 HELP = "check bundle.yaml (or the embedded defaults) for a topology; starts nothing"
 

@@ -30,7 +30,7 @@ def _text(version: tuple[int, ...]) -> str:
 
 
 def docker_versions(ctx: HostContext) -> CheckResult:
-    from bundle import docker
+    from bundle.stack import docker
 
     try:
         engine = ctx.engine

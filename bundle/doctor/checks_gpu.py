@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bundle import nvidia_smi
+from bundle.doctor import nvidia_smi
 from bundle.doctor.context import MIN_DRIVER_FOR_CUDA_13, REQUIRED_COMPUTE_CAP, HostContext
 from bundle.doctor.core import CheckResult, fail, ok, skip, warn
 

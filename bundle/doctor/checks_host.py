@@ -65,7 +65,7 @@ def _existing_ancestor(path: Path) -> Path:
 
 
 def disk_space(ctx: HostContext) -> CheckResult:
-    from bundle import docker
+    from bundle.stack import docker
 
     root = "/var/lib/docker"
     image_present = False

@@ -7,7 +7,7 @@ host's Python where there is no image. The summary always says which of these ra
 
 from __future__ import annotations
 
-from bundle import nixl_check
+from bundle.doctor import nixl_check
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, fail, ok, skip, warn
 from bundle.errors import BundleError
@@ -16,7 +16,7 @@ from bundle.errors import BundleError
 def _image_here(ctx: HostContext) -> str | None:
     if not ctx.image:
         return None
-    from bundle import docker
+    from bundle.stack import docker
 
     try:
         _ = ctx.engine  # raises BundleError without an engine

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bundle import port_owners
+from bundle.doctor import port_owners
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, fail, ok, skip
 
@@ -36,7 +36,7 @@ def ports(ctx: HostContext) -> CheckResult:
 def _describe(listener: port_owners.Listener) -> str:
     text = listener.describe()
     if listener.process == "docker-proxy":
-        from bundle import docker
+        from bundle.stack import docker
 
         names = docker.containers_publishing(listener.port)
         if names:

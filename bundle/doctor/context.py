@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from bundle import nvidia_smi
+from bundle.doctor import nvidia_smi
 
 # Every topology's GPUs: tp4 uses 0-3, pd 0-7 (prefill 0-3, decode 4-7) by default.
 REQUIRED_COMPUTE_CAP = (12, 0)
@@ -41,7 +41,7 @@ class HostContext:
     @cached_property
     def engine(self):
         """bundle.docker.EngineInfo; raises BundleError when no engine answers."""
-        from bundle import docker
+        from bundle.stack import docker
 
         return docker.engine_info()
 

@@ -10,7 +10,7 @@ Layers and what they resolve:
 - pd:        nixl-cu13 and sglang-router, resolved together with the framework's pins; pd.txt keeps
              only what the framework layer does not already hold, so the two never disagree.
 
-`python -m bundle.requirements [--check]` regenerates (or, with --check, verifies) them.
+`python -m bundle.images.requirements [--check]` regenerates (or, with --check, verifies) them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from bundle.errors import EXIT_ENVIRONMENT, BundleError, ConfigError
-from bundle.lock import Lock, load_lock, requirements_dir
+from bundle.images.lock import Lock, load_lock, requirements_dir
 
 LAYERS = ("base", "framework", "pd")
 FRAMEWORK_PACKAGES = ("torch", "sglang", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
@@ -177,7 +177,7 @@ def check_locks(lock: Lock) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bundle.requirements", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bundle.images.requirements", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="verify instead of regenerating")
     parser.add_argument("--lock", type=Path, default=None, help="path of lock.toml")
     args = parser.parse_args(argv)

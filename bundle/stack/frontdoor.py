@@ -11,7 +11,7 @@ from pathlib import Path
 
 import requests
 
-from bundle.config import Deployment
+from bundle.config.loader import Deployment
 
 
 @dataclass(frozen=True)

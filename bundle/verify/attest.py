@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from bundle import levers
+from bundle.config import levers
 from bundle.errors import BundleError
-from bundle.workers import ComposeWorkers, HttpWorkers, Workers
-from bundle.cmdline import option_value
+from bundle.stack.workers import ComposeWorkers, HttpWorkers, Workers
+from bundle.rules.cmdline import option_value
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
@@ -115,7 +115,7 @@ def expectations(dep, topology: str) -> dict[str, Expected]:
     lv = dep.levers
     env = levers.environment(lv)
     try:
-        from bundle.lock import load_lock
+        from bundle.images.lock import load_lock
 
         version = load_lock().pins.get("sglang")
     except BundleError:  # a broken lock is `bundle validate`'s to report, not attestation's
@@ -317,7 +317,7 @@ def _sparse_mla(record: WorkerRecord, exp: Expected, add) -> None:
 # ---- the entry point launch calls ------------------------------------------------------------------
 def attest(dep, topology: str, rendered, *, stack=None) -> Attestation:
     """Read every worker of the running topology and judge it against the config."""
-    from bundle.frontdoor import front_door
+    from bundle.stack.frontdoor import front_door
 
     stack = stack or rendered.stack()
     port = int(dep.network["worker_port"])

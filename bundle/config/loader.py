@@ -2,7 +2,7 @@
 
 Order: parse YAML (syntax errors with line and column) -> JSON Schema (every error collected, each
 with its line and key path, "did you mean" for unknown keys) -> merge onto the defaults. Semantic
-rules that span keys live in bundle.checks.
+rules that span keys live in bundle.rules.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from bundle.errors import ConfigError
-from bundle.paths import PACKAGE_DIR
-from bundle.yamlsource import YamlSource, format_path, parse_yaml, read_yaml
+from bundle.config.source import YamlSource, format_path, parse_yaml, read_yaml
 
-SCHEMA_PATH = PACKAGE_DIR / "schema" / "bundle.schema.json"
-DEFAULTS_PATH = PACKAGE_DIR / "defaults.yaml"
+HERE = Path(__file__).resolve().parent
+SCHEMA_PATH = HERE / "bundle.schema.json"
+DEFAULTS_PATH = HERE / "defaults.yaml"
 DEFAULT_CONFIG_NAMES = ("bundle.yaml", "bundle.yml")
 TOPOLOGIES = ("tp4", "pd")
 

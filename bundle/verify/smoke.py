@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 
 import requests
 
-from bundle.frontdoor import FrontDoor
-from bundle.workers import Workers, parse_prometheus
+from bundle.stack.frontdoor import FrontDoor
+from bundle.stack.workers import Workers, parse_prometheus
 
 # SGLang's tokenizer-manager counters (observability/metrics_collector.py; need --enable-metrics).
 # In PD mode the router sends every request to both workers, so both count it.

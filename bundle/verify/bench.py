@@ -18,9 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundle import bench_serving, docker, report, runstate
-from bundle.bench_serving import Level
-from bundle.config import Deployment
+from bundle.verify import bench_serving
+from bundle.stack import docker
+from bundle.verify import report
+from bundle.stack import runstate
+from bundle.verify.bench_serving import Level
+from bundle.config.loader import Deployment
 from bundle.durations import parse_duration
 
 SERVICE = "bench"  # the compose tool service (profile "tools") in compose/tp4.yaml and pd.yaml
@@ -95,7 +98,7 @@ def plan(dep: Deployment, topology: str, env: dict[str, str], *, concurrency: li
 
 def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
     """What ran the benchmark: image (id and digests), lock hash, NVIDIA driver and GPUs."""
-    from bundle import nvidia_smi
+    from bundle.doctor import nvidia_smi
 
     image_ref = env.get("REHEARSAL_IMAGE") if rehearsal and env.get("REHEARSAL_IMAGE") else env.get("BUNDLE_IMAGE")
     image = {"ref": image_ref, "id": None, "repo_digests": []}

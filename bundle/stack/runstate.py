@@ -26,7 +26,7 @@ class LaunchRecord:
     run_dir: str  # this launch's own folder (logs, attestation)
 
     def stack(self):
-        from bundle.docker import Stack
+        from bundle.stack.docker import Stack
 
         return Stack(self.project, [Path(f) for f in self.compose_files], Path(self.env_file))
 

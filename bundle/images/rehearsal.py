@@ -9,7 +9,7 @@ What `bundle launch tp4|pd --rehearsal` needs, in one place:
   - what bench_serving needs offline (a local ShareGPT-format dataset file, the tokenizer);
   - what a benchmark against the simulator should measure, for the checks.
 
-    python -m bundle.rehearsal image      # build if missing, print the tag (make rehearsal-image)
+    python -m bundle.images.rehearsal image      # build if missing, print the tag (make rehearsal-image)
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from bundle import docker
+from bundle.stack import docker
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.paths import compose_dir, docker_dir, project_root
 
@@ -179,7 +179,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["tag"]:
         print(image_tag())
         return 0
-    print("usage: python -m bundle.rehearsal image [--rebuild] | tag", file=sys.stderr)
+    print("usage: python -m bundle.images.rehearsal image [--rebuild] | tag", file=sys.stderr)
     return 2
 
 

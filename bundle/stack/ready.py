@@ -13,9 +13,9 @@ from typing import Callable
 
 import requests
 
-from bundle import milestones
+from bundle.stack import milestones
 from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
-from bundle.frontdoor import FrontDoor
+from bundle.stack.frontdoor import FrontDoor
 
 POLL_SECONDS = 2.0
 TOOL_SERVICES = {"bench"}

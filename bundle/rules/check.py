@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundle import argspec, levers
-from bundle.cmdline import option_value
-from bundle.config import Deployment
+from bundle.rules import argspec
+from bundle.config import levers
+from bundle.rules.cmdline import option_value
+from bundle.config.loader import Deployment
 from bundle.errors import ConfigError
-from bundle.render import ROUTER_MODULE, SERVER_MODULE, compose_files, environment, program_args, resolved_commands
-from bundle.yamlsource import format_path
+from bundle.render.compose import ROUTER_MODULE, SERVER_MODULE, compose_files, environment, program_args, resolved_commands
+from bundle.config.source import format_path
 
 
 @dataclass

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bundle import __version__, paths
 from bundle.errors import EXIT_CONFIG, BundleError
-from bundle.lock import LOCK_HASH_LABEL, Lock
+from bundle.images.lock import LOCK_HASH_LABEL, Lock
 
 LAYER_LABEL = "io.sglang-bundle.layer"
 LAYER_KEY_LABEL = "io.sglang-bundle.layer-key"
@@ -261,7 +261,7 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
     or no cache was asked. Checks the engine, buildx and every input before the first build."""
     import time
 
-    from bundle import docker
+    from bundle.stack import docker
 
     root = paths.project_root()
     check_inputs(root, plan)

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import yaml
 
-from bundle import levers, paths
-from bundle.config import Deployment
+from bundle import paths
+from bundle.config import levers
+from bundle.config.loader import Deployment
 from bundle.errors import ConfigError
-from bundle.interpolate import split_command
+from bundle.render.interpolate import split_command
 
 ENV_FILE_NAME = "bundle.env"
 NO_FILE = "/dev/null"  # compose files read /dev/null as "no secret" / "no extra environment"
@@ -26,7 +27,7 @@ ROUTER_MODULE = "sglang_router.launch_router"
 
 def compose_files(topology: str, *, rehearsal: bool = False) -> list[Path]:
     if rehearsal:
-        from bundle import rehearsal as rehearsal_mod
+        from bundle.images import rehearsal as rehearsal_mod
 
         return rehearsal_mod.compose_files(topology)
     return [paths.compose_dir() / f"{topology}.yaml"]
@@ -135,7 +136,7 @@ def environment(dep: Deployment, topology: str, *, image: str | None = None,
                 lock_hash: str | None = None) -> dict[str, str]:
     """Every variable compose/<topology>.yaml reads, from the config (and the lock for image/hash)."""
     if image is None or lock_hash is None:
-        from bundle.lock import load_lock
+        from bundle.images.lock import load_lock
 
         lock = load_lock()
         lock_hash = lock_hash or lock.hash
@@ -172,7 +173,7 @@ class Rendered:
     role_env_files: dict[str, Path] = field(default_factory=dict)
 
     def stack(self):
-        from bundle.docker import Stack
+        from bundle.stack.docker import Stack
 
         return Stack(self.project, self.compose_files, self.env_file)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bundle import docker
+from bundle.stack import docker
 from bundle.errors import EXIT_CONFIG, EXIT_FAILED, BundleError
-from bundle.lock import LOCK_HASH_LABEL
+from bundle.images.lock import LOCK_HASH_LABEL
 
 
 @dataclass(frozen=True)

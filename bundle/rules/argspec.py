@@ -1,8 +1,8 @@
 """Snapshots of the pinned SGLang's and sglang-router's own argument parsers, for fast checks.
 
 Importing sglang's ServerArgs takes seconds (it imports torch) and needs the whole Python stack, so
-`bundle validate` cannot call it on every run. Instead `python -m bundle.argspec --write` records
-each parser's options (flags, nargs, choices, value type) in bundle/data/*.json from the pinned
+`bundle validate` cannot call it on every run. Instead `python -m bundle.rules.argspec --write` records
+each parser's options (flags, nargs, choices, value type) in bundle/rules/parsers/*.json from the pinned
 packages, `parser_from_spec` rebuilds an equivalent argparse parser in milliseconds, and a contract
 test (tests/test_contract_parsers.py) proves the snapshot equals the real parser and that every
 command line the bundle generates parses under the real one.
@@ -15,9 +15,9 @@ import json
 import sys
 from functools import lru_cache
 
-from bundle.paths import PACKAGE_DIR
+from pathlib import Path
 
-DATA_DIR = PACKAGE_DIR / "data"
+DATA_DIR = Path(__file__).resolve().parent / "parsers"
 SPECS = {
     # name -> (file, how to get the real parser)
     "sglang-server": DATA_DIR / "sglang-server-args.json",
@@ -139,7 +139,7 @@ def _installed_version(distribution: str) -> str:
 
 
 def write_specs() -> None:
-    """Regenerate bundle/data/*.json from the installed (pinned) sglang and sglang-router."""
+    """Regenerate bundle/rules/parsers/*.json from the installed (pinned) sglang and sglang-router."""
     for name, dist in (("sglang-server", "sglang"), ("sglang-router", "sglang-router")):
         spec = spec_from_parser(real_parser(name), package_version=_installed_version(dist))
         SPECS[name].write_text(json.dumps(spec, indent=1) + "\n")
@@ -148,5 +148,5 @@ def write_specs() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python -m bundle.argspec --write")
+        sys.exit("usage: python -m bundle.rules.argspec --write")
     write_specs()

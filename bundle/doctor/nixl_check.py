@@ -26,7 +26,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bundle.nixl_probe import RESULT_PREFIX
+from bundle.doctor.nixl_probe import RESULT_PREFIX
 
 PROBE_PATH = Path(__file__).resolve().with_name("nixl_probe.py")
 PROBE_IN_CONTAINER = "/opt/bundle-probe/nixl_probe.py"

@@ -1,0 +1,1 @@
+"""Stage 1: bundle.yaml (or the embedded defaults) -> one schema-valid, typed Deployment."""

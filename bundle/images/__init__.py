@@ -1,0 +1,1 @@
+"""The images: the lock, hashed requirements, build, pull, the rehearsal image."""

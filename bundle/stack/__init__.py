@@ -1,0 +1,1 @@
+"""Stage 4: the Docker boundary (python-on-whales), run records, readiness, the front door."""
