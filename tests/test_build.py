@@ -81,19 +81,23 @@ def test_build_outputs_in_the_overlay_folder_are_not_inputs(project):
     assert _keys(project) == before
 
 
-def test_a_standin_plan_leaves_out_the_cuda_layer_and_never_uses_the_real_tags(project):
+def test_a_standin_plan_builds_every_layer_on_python_3_12_and_never_uses_the_real_tags(project):
     plan = _plan(project, standin=True)
-    assert [lp.name for lp in plan.layers] == ["base", "pd", "overlay", "runtime"]
-    assert plan.layer("base").build_args["BASE_IMAGE"] == build.STANDIN_BASE
+    assert [lp.name for lp in plan.layers] == ["base", "framework", "pd", "overlay", "runtime"]
+    base = plan.layer("base").build_args
+    assert base["BASE_IMAGE"] == build.STANDIN_BASE and base["APT_SNAPSHOT"] == ""
+    # The closure installs only on the lock's Python: the stand-in carries the same minor version.
+    assert base["PYTHON_VERSION"] == plan.lock.data["base"]["python"] == "3.12"
     assert all("-standin:" in tag for lp in plan.layers for tag in lp.tags)
+    real = _plan(project)
+    assert {k: v for k, v in plan.layer("framework").build_args.items() if k != "PARENT_IMAGE"} == \
+        {k: v for k, v in real.layer("framework").build_args.items() if k != "PARENT_IMAGE"}
 
 
 def test_an_unknown_layer_is_one_error_with_a_suggestion(project):
     with pytest.raises(BundleError) as err:
         build.select_layers(_plan(project), ["overlai"])
     assert "did you mean 'overlay'" in str(err.value) and err.value.exit_code == 3
-    with pytest.raises(BundleError, match="needs the CUDA base"):
-        build.select_layers(_plan(project, standin=True), ["framework"])
 
 
 def test_dry_run_lists_every_layer_tag_and_pin(project, capsys):

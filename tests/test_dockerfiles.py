@@ -1,5 +1,6 @@
 """The Dockerfiles: lint clean, every installed version from a lock, arguments supplied by the plan,
-and the layers that need no CUDA built for real on the local engine (the Debian stand-in root)."""
+and every layer built for real on the local engine, on the stand-in for the CUDA base (Debian
+bookworm + CPython 3.12, docker/standin-root.sh)."""
 
 from __future__ import annotations
 
@@ -114,16 +115,16 @@ def test_bake_file_parses_with_buildx():
     assert targets["pd"]["contexts"] == {"parent": "target:framework"}
 
 
-# ---- real builds on the local engine: the stand-in chain base -> pd -> overlay -> runtime ----
+# ---- real builds on the local engine: the stand-in chain base -> framework -> pd -> overlay -> runtime ----
 
 STANDIN_ROOT = build.STANDIN_BASE
 
 
 @pytest.fixture(scope="module")
 def standin_root():
-    """The Debian root that stands in for the CUDA base (docker/debian-root.sh, about 60 s once)."""
+    """The stand-in for the CUDA base (docker/standin-root.sh, about 60 s once)."""
     if subprocess.run(["docker", "image", "inspect", STANDIN_ROOT], check=False, capture_output=True).returncode != 0:
-        proc = subprocess.run(["bash", str(REPO / "docker" / "debian-root.sh"), STANDIN_ROOT],
+        proc = subprocess.run(["bash", str(REPO / build.STANDIN_SCRIPT), STANDIN_ROOT],
                               check=False, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]
     return STANDIN_ROOT
@@ -162,8 +163,9 @@ def _run(image: str, *cmd: str) -> str:
 @pytest.mark.slow
 def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_layers_above(
         standin_project, monkeypatch):
-    """Stand-in, not the real image: the CUDA base is replaced by the Debian root (Python 3.11) and
-    the framework layer (torch, SGLang) is left out; every other layer's instructions run for real."""
+    """Stand-in, not the real image: the CUDA base is replaced by Debian bookworm with CPython 3.12;
+    every layer's instructions run for real, the framework's 207-package closure included (the
+    engine's build cache makes this cheap after the first run on a machine)."""
     first = _bundle_build(standin_project)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     monkeypatch.setenv("BUNDLE_HOME", str(standin_project))
@@ -180,9 +182,10 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
     assert json.loads(labels["io.sglang-bundle.pins"])["nixl-cu13"] == "1.5.1"
 
     assert _run(image, "id", "-u").strip() == "10001"
-    versions = _run(image, "python", "-c", "import importlib.metadata as m; "
-                    "print(m.version('nixl-cu13'), m.version('sglang-router'), m.version('uv'))")
-    assert versions.split() == ["1.5.1", "0.3.2", "0.13.9"]
+    versions = _run(image, "python", "-c", "import importlib.metadata as m, sys; print(sys.version_info[:2] == (3, 12), "
+                    "m.version('torch'), m.version('sglang'), m.version('nixl-cu13'), m.version('sglang-router'), "
+                    "m.version('uv'))")
+    assert versions.split() == ["True", "2.14.1", "0.5.23", "1.5.1", "0.3.2", "0.13.9"]
     cache = _run(image, "sh", "-c", "echo $TRITON_CACHE_DIR; test -w $JIT_CACHE_ROOT && echo writable")
     assert cache.split() == [f"/var/cache/sglang/lock-{lock.hash}/triton", "writable"]
     # The shared entrypoint hands the compose secret to the server as --api-key.
@@ -194,10 +197,11 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
     (standin_project / "kernels" / "NOTE.txt").write_text("an overlay change\n")
     second = _bundle_build(standin_project)
     assert second.returncode == 0, second.stdout[-3000:]
-    assert re.search(r"base\s+reused", second.stdout) and re.search(r"pd\s+reused", second.stdout)
+    assert re.search(r"base\s+reused", second.stdout) and re.search(r"framework\s+reused", second.stdout)
+    assert re.search(r"pd\s+reused", second.stdout)
     assert re.search(r"overlay\s+built", second.stdout) and re.search(r"runtime\s+built", second.stdout)
     new_plan = build.make_plan(lock, standin=True, root=standin_project)
-    for name in ("base", "pd"):
+    for name in ("base", "framework", "pd"):
         assert new_plan.layer(name).tag == plan.layer(name).tag
         new_id = subprocess.run(["docker", "image", "inspect", new_plan.layer(name).tag, "--format",
                                  "{{.Id}}"], check=False, capture_output=True, text=True).stdout.strip()

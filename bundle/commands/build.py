@@ -24,9 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{', '.join(build.LAYER_NAMES)}")
     parser.add_argument("--no-cache", action="store_true", help="rebuild every step, reuse nothing")
     parser.add_argument("--standin", action="store_true",
-                        help="CI: build the layers that need no CUDA on the Debian stand-in root "
-                             f"({build.STANDIN_BASE}, Python {build.STANDIN_PYTHON}) under "
-                             "<repo>-standin; the framework layer is left out")
+                        help="CI: build every layer on the stand-in for the CUDA base "
+                             f"({build.STANDIN_BASE}: Debian bookworm + CPython 3.12, made by "
+                             f"{build.STANDIN_SCRIPT} when missing) under <repo>-standin")
     parser.add_argument("--lock", default=None, help="path of the lock (default docker/lock.toml)")
 
 
@@ -53,7 +53,7 @@ def _print_plan(console: Console, plan: build.Plan, layers: list[build.LayerPlan
     """Plain lines, not a table: the plan is read in CI logs and terminals of any width."""
     lock = plan.lock
     out = [f"lock {lock.path}  hash {lock.hash}  image {plan.layers[-1].extra_tags[0]}"
-           + ("  (stand-in build, no CUDA: framework left out)" if plan.standin else "")]
+           + (f"  (stand-in build on {build.STANDIN_BASE}: no CUDA toolkit)" if plan.standin else "")]
     states = _states(layers)
     for i, lp in enumerate(layers, 1):
         out.append(f"[{i}/{len(layers)}] {lp.name:<9} {lp.tag}  {states.get(lp.name, '')}")

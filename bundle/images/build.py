@@ -31,12 +31,12 @@ LAYER_LABEL = "io.sglang-bundle.layer"
 LAYER_KEY_LABEL = "io.sglang-bundle.layer-key"
 PINS_LABEL = "io.sglang-bundle.pins"
 KEY_LENGTH = 12
-# The Debian root made by docker/debian-root.sh stands in for the CUDA base in CI, where no
-# registry can be reached; it has Python 3.11 (bookworm) and no apt snapshot support.
-STANDIN_BASE = "sglang-bundle/debian-root:bookworm"
-STANDIN_PYTHON = "3.11"
-# Layers that need the real CUDA stack and are left out of a stand-in build (torch, SGLang, ...).
-CUDA_ONLY_LAYERS = ("framework",)
+# The stand-in for the CUDA base where no registry can be reached (CI, the development machine):
+# Debian bookworm with CPython 3.12 under /usr/local, made by docker/standin-root.sh. Every layer is
+# built on it, framework included, with the same Dockerfiles and hashed locks as on a GPU host
+# (docs/images.md, "The stand-in base", says what differs and why it does not matter to the tests).
+STANDIN_BASE = "sglang-bundle/standin-base:bookworm-py3.12"
+STANDIN_SCRIPT = "docker/standin-root.sh"
 
 
 @dataclass(frozen=True)
@@ -173,12 +173,10 @@ def make_plan(lock: Lock, *, standin: bool = False, root: Path | None = None) ->
     layers: list[LayerPlan] = []
     parent_tag = None
     for spec in LAYERS:
-        if standin and spec.name in CUDA_ONLY_LAYERS:
-            continue
         args = dict(spec.args(lock))
         if spec.name == "base" and standin:
-            args.update(BASE_IMAGE=os.environ.get("BUNDLE_STANDIN_BASE", STANDIN_BASE),
-                        APT_SNAPSHOT="", PYTHON_VERSION=STANDIN_PYTHON)
+            # The Python pin stays the lock's: the stand-in carries the same minor version.
+            args.update(BASE_IMAGE=os.environ.get("BUNDLE_STANDIN_BASE", STANDIN_BASE), APT_SNAPSHOT="")
         if parent_tag is not None:
             args["PARENT_IMAGE"] = parent_tag
         inputs = [lock.data["overlay"]["path"] if rel == "@overlay" else rel for rel in spec.inputs]
@@ -206,8 +204,6 @@ def select_layers(plan: Plan, names: list[str] | None) -> list[LayerPlan]:
         if name not in LAYER_NAMES:
             near = difflib.get_close_matches(name, LAYER_NAMES, n=1)
             problems.append(f"unknown layer {name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
-        elif name not in present:
-            problems.append(f"layer {name!r} needs the CUDA base and is not part of a stand-in build")
     if problems:
         raise BundleError("; ".join(problems) + f"; layers are: {', '.join(present)}",
                           exit_code=EXIT_CONFIG, hint="bundle build --layer NAME [NAME ...], or no "
@@ -245,6 +241,25 @@ def check_inputs(root: Path, plan: Plan) -> None:
                           hint="restore the files from git; for docker/requirements/*.txt run `make lock`")
 
 
+def ensure_standin_base(ref: str, report: Callable[[str], None] = print) -> None:
+    """Make the stand-in base with docker/standin-root.sh (debootstrap + CPython 3.12, about a
+    minute) when the engine does not have `ref`; a BundleError naming the script when it fails."""
+    from bundle.errors import EXIT_ENVIRONMENT
+    from bundle.stack import docker
+
+    if docker.image_facts(ref) is not None:
+        return
+    script = paths.project_root() / STANDIN_SCRIPT
+    report(f"making the stand-in base {ref} with {STANDIN_SCRIPT} (debootstrap + CPython 3.12) ...")
+    result = subprocess.run([str(script), ref], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        detail = " / ".join((result.stderr or result.stdout).strip().splitlines()[-3:])
+        raise BundleError(f"{STANDIN_SCRIPT}: the stand-in base {ref} could not be made: {detail}",
+                          exit_code=EXIT_ENVIRONMENT,
+                          hint=f"run `sudo {STANDIN_SCRIPT}` once (needs root, `apt-get install debootstrap "
+                               "patchelf` and a CPython 3.12 built on bookworm: STANDIN_PYTHON=PREFIX)")
+
+
 @dataclass
 class LayerResult:
     name: str
@@ -270,6 +285,8 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
     if not use_buildx:
         report("buildx is not installed: building with the legacy builder (no BuildKit; slower, "
                "no `docker buildx bake`). Install it with docker/install-buildx.sh.")
+    if plan.standin and layers[0].name == "base":
+        ensure_standin_base(plan.layer("base").build_args["BASE_IMAGE"], report)
     first = plan.layers.index(layers[0])
     if first > 0:
         parent = plan.layers[first - 1]
