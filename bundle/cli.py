@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import signal
 import sys
 
 from bundle import __version__, commands
-from bundle.errors import EXIT_INTERRUPTED, BundleError
+from bundle.errors import EXIT_INTERRUPTED, BundleError, Interrupted
 
 
 def verb_names() -> list[str]:
@@ -54,6 +55,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _raise_interrupted(signum, _frame) -> None:
+    # The first signal starts the clean-up; the same signal again must not cut that clean-up short.
+    signal.signal(signum, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+def _handle_termination() -> dict:
+    """SIGTERM and SIGHUP raise Interrupted (a KeyboardInterrupt) in the main thread; returns the
+    handlers that were there, for main() to put back."""
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, _raise_interrupted)
+        except ValueError:  # not the main thread (a test calling main() from a thread)
+            pass
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(only=_chosen_verb(argv)).parse_args(argv)
@@ -61,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         import os
 
         os.environ["BUNDLE_DEBUG"] = "1"
+    previous = _handle_termination()
     try:
         return int(args._run(args) or 0)
     except BundleError as exc:
@@ -73,9 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         err_console.print("[bold red]error:[/] ", end="")
         err_console.print(str(exc), markup=False, soft_wrap=True)
         return exc.exit_code
+    except Interrupted as exc:
+        print(f"interrupted by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

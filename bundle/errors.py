@@ -9,7 +9,7 @@ EXIT_USAGE = 2  # bad command line (argparse's own code)
 EXIT_CONFIG = 3  # bad bundle.yaml, lock or other input file: nothing was started
 EXIT_ENVIRONMENT = 4  # the host lacks something: Docker, compose, buildx, a free port, a GPU
 EXIT_TIMEOUT = 5  # a wait ran out of time (launch readiness, a benchmark level)
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # SIGINT; SIGTERM gives 143 and SIGHUP 129 (128 + the signal's number)
 
 
 class BundleError(Exception):
@@ -41,3 +41,16 @@ class ConfigError(BundleError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where SIGINT would raise KeyboardInterrupt, so every verb cleans up
+    after a CI timeout, systemd or `timeout` exactly as after Ctrl-C."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

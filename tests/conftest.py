@@ -73,3 +73,20 @@ def write_config(tmp_path: Path, text: str, name: str = "bundle.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
+
+
+def render_for(dep, topology: str, **kwargs):
+    """The one render a command makes, with the checkout's lock for the image and its hash."""
+    from bundle import topology as registry
+    from bundle.images.lock import load_lock
+    from bundle.render.compose import render
+
+    lock = load_lock()
+    return render(dep, registry.get(topology), image=lock.image_ref, lock_hash=lock.hash, **kwargs)
+
+
+def checked(dep, topology: str, *, require_model: bool = False):
+    """The rules' findings for one topology of `dep`, as every command gets them."""
+    from bundle.rules.check import check
+
+    return check(dep, render_for(dep, topology), require_model=require_model)

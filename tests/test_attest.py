@@ -65,7 +65,7 @@ def levels(result, what):
 
 
 def test_tp4_as_configured_is_all_ok_and_the_key_is_never_recorded(tmp_path):
-    result = judge(deployment(tmp_path), "tp4", {"tp4": sample("tp4.json")})
+    result = judge(deployment(tmp_path), "tp4", {"server": sample("tp4.json")})
     assert result.ok, result.to_json()
     assert not result.warnings
     rec = result.records[0].fields
@@ -89,7 +89,7 @@ def test_pd_workers_report_their_role_and_nixl(tmp_path):
 def test_eager_decode_fails_when_the_config_asks_for_cuda_graphs(tmp_path):
     info = sample("tp4.json")
     info["cuda_graph_config"]["decode"]["backend"] = "disabled"
-    result = judge(deployment(tmp_path), "tp4", {"tp4": info})
+    result = judge(deployment(tmp_path), "tp4", {"server": info})
     assert not result.ok
     assert levels(result, "CUDA graphs") == ["FAIL"]
 
@@ -98,7 +98,7 @@ def test_deprecated_global_flag_before_resolution_reads_as_eager(tmp_path):
     info = sample("tp4.json")
     info["cuda_graph_config"] = None  # a server that did not resolve (or an older one)
     info["disable_cuda_graph"] = True
-    result = judge(deployment(tmp_path), "tp4", {"tp4": info})
+    result = judge(deployment(tmp_path), "tp4", {"server": info})
     graphs = result.records[0].fields["cuda_graphs"]["decode"]
     assert graphs == {"backend": "disabled", "from": "disable_cuda_graph"}
     assert levels(result, "CUDA graphs") == ["FAIL"]
@@ -107,47 +107,47 @@ def test_deprecated_global_flag_before_resolution_reads_as_eager(tmp_path):
 def test_eager_mode_asked_for_is_a_warning_not_a_failure(tmp_path):
     info = sample("tp4.json")
     info["cuda_graph_config"]["decode"]["backend"] = "disabled"
-    result = judge(deployment(tmp_path, "  cuda_graphs: false\n"), "tp4", {"tp4": info})
+    result = judge(deployment(tmp_path, "  cuda_graphs: false\n"), "tp4", {"server": info})
     assert result.ok
     assert levels(result, "CUDA graphs") == ["WARN"]
     # ...and graphs on when eager was asked for is a failure.
-    result = judge(deployment(tmp_path, "  cuda_graphs: false\n"), "tp4", {"tp4": sample("tp4.json")})
+    result = judge(deployment(tmp_path, "  cuda_graphs: false\n"), "tp4", {"server": sample("tp4.json")})
     assert levels(result, "CUDA graphs") == ["FAIL"]
 
 
 def test_moe_runner_other_than_configured_fails_and_triton_warns(tmp_path):
     info = sample("tp4.json")
     info["moe_runner_backend"] = "triton"
-    assert levels(judge(deployment(tmp_path), "tp4", {"tp4": info}), "MoE runner") == ["FAIL"]
-    result = judge(deployment(tmp_path, "  moe_runner: triton\n"), "tp4", {"tp4": info})
+    assert levels(judge(deployment(tmp_path), "tp4", {"server": info}), "MoE runner") == ["FAIL"]
+    result = judge(deployment(tmp_path, "  moe_runner: triton\n"), "tp4", {"server": info})
     assert result.ok and levels(result, "MoE runner") == ["WARN"]
 
 
 def test_sparse_mla_backend_is_read_from_the_server_process_environment(tmp_path):
     dep = deployment(tmp_path)
-    env = {"tp4": dict(GOOD_ENV, SGLANG_SM120_FLASHMLA_BACKEND="triton")}
-    result = judge(dep, "tp4", {"tp4": sample("tp4.json")}, env=env)
+    env = {"server": dict(GOOD_ENV, SGLANG_SM120_FLASHMLA_BACKEND="triton")}
+    result = judge(dep, "tp4", {"server": sample("tp4.json")}, env=env)
     assert levels(result, "sm_120 sparse-MLA backend") == ["FAIL"]  # flashinfer was asked for
     triton = deployment(tmp_path, "  sparse_mla: triton\n")
-    result = judge(triton, "tp4", {"tp4": sample("tp4.json")}, env=env)
+    result = judge(triton, "tp4", {"server": sample("tp4.json")}, env=env)
     assert result.ok and levels(result, "sm_120 sparse-MLA backend") == ["WARN"]  # known slow
     overlay = deployment(tmp_path, "  sparse_mla: bundle\n")
-    env_overlay = {"tp4": dict(env["tp4"], BUNDLE_SPARSE_MLA_OVERLAY="1")}
-    result = judge(overlay, "tp4", {"tp4": sample("tp4.json")}, env=env_overlay)
+    env_overlay = {"server": dict(env["server"], BUNDLE_SPARSE_MLA_OVERLAY="1")}
+    result = judge(overlay, "tp4", {"server": sample("tp4.json")}, env=env_overlay)
     assert levels(result, "sm_120 sparse-MLA backend") == ["OK"]
-    result = judge(overlay, "tp4", {"tp4": sample("tp4.json")}, env=env)  # overlay switched off
+    result = judge(overlay, "tp4", {"server": sample("tp4.json")}, env=env)  # overlay switched off
     assert levels(result, "sm_120 sparse-MLA backend") == ["FAIL"]
 
 
 def test_unreadable_environment_is_a_warning_that_says_so(tmp_path):
-    result = judge(deployment(tmp_path), "tp4", {"tp4": sample("tp4.json")}, env=None)
+    result = judge(deployment(tmp_path), "tp4", {"server": sample("tp4.json")}, env=None)
     finding = next(f for f in result.findings if f.what == "sm_120 sparse-MLA backend")
     assert finding.level == "WARN" and "could not be read" in finding.detail
 
 
 def test_forced_torch_paged_mqa_logits_warns(tmp_path):
-    env = {"tp4": dict(GOOD_ENV, SGLANG_FP8_PAGED_MQA_LOGITS_TORCH="1")}
-    result = judge(deployment(tmp_path), "tp4", {"tp4": sample("tp4.json")}, env=env)
+    env = {"server": dict(GOOD_ENV, SGLANG_FP8_PAGED_MQA_LOGITS_TORCH="1")}
+    result = judge(deployment(tmp_path), "tp4", {"server": sample("tp4.json")}, env=env)
     assert levels(result, "paged MQA logits") == ["WARN"]
 
 
@@ -157,20 +157,20 @@ def test_tp_size_kv_dtype_version_and_collectives_mismatches_fail(tmp_path):
                                ("disable_custom_all_reduce", False, "PCIe-safe collectives")):
         info = sample("tp4.json")
         info[field] = value
-        assert levels(judge(deployment(tmp_path), "tp4", {"tp4": info}), what) == ["FAIL"], field
+        assert levels(judge(deployment(tmp_path), "tp4", {"server": info}), what) == ["FAIL"], field
 
 
 def test_mtp_asked_for_but_not_running_fails(tmp_path):
-    result = judge(deployment(tmp_path, "  speculative: mtp\n"), "tp4", {"tp4": sample("tp4.json")})
+    result = judge(deployment(tmp_path, "  speculative: mtp\n"), "tp4", {"server": sample("tp4.json")})
     assert levels(result, "speculative decoding") == ["FAIL"]
     info = sample("tp4.json")
     info["speculative_algorithm"] = "EAGLE"  # what SGLang resolves NEXTN to
-    result = judge(deployment(tmp_path, "  speculative: mtp\n"), "tp4", {"tp4": info})
+    result = judge(deployment(tmp_path, "  speculative: mtp\n"), "tp4", {"server": info})
     assert levels(result, "speculative decoding") == ["OK"]
 
 
 def test_unreadable_server_info_fails_without_keeping_the_body(tmp_path):
-    result = judge(deployment(tmp_path), "tp4", {"tp4": sample("tp4.json")}, status=401)
+    result = judge(deployment(tmp_path), "tp4", {"server": sample("tp4.json")}, status=401)
     assert not result.ok
     assert "HTTP 401" in result.findings[0].detail
     assert SAMPLE_KEY not in result.to_json()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bundle import topology as registry
 from bundle.verify import bench
 from bundle.verify import bench_serving
 from bundle.verify import report
@@ -50,7 +51,7 @@ def test_summary_keeps_metrics_counts_failures_and_drops_server_info():
 
 def test_plan_is_the_original_method_by_default(tmp_path):
     dep = load_config(None)
-    plan = bench.plan(dep, "tp4", {"WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path)})
+    plan = bench.plan(dep, registry.get("tp4"), {"WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path)})
     assert [(lv.concurrency, lv.num_prompts) for lv in plan.levels] == [(1, 4), (8, 32)]
     assert {(lv.input_len, lv.output_len) for lv in plan.levels} == {(256, 256)}
     assert plan.base_url == "http://server:30000"
@@ -68,7 +69,7 @@ def test_plan_is_the_original_method_by_default(tmp_path):
 def test_flags_override_config_and_pd_targets_the_router(tmp_path):
     (tmp_path / "bench-sharegpt.json").write_text("[]")
     dep = load_config(write_config(tmp_path, "bench:\n  concurrency: [2]\n  level_timeout: 90s\n"))
-    plan = bench.plan(dep, "pd", {"ROUTER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path)},
+    plan = bench.plan(dep, registry.get("pd"), {"ROUTER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path)},
                       concurrency=[1, 4], output_len=64, prompts_per_concurrency=2, label="x")
     assert [(lv.concurrency, lv.num_prompts, lv.output_len, lv.timeout_s) for lv in plan.levels] == \
         [(1, 2, 64, 90.0), (4, 8, 64, 90.0)]
@@ -100,7 +101,7 @@ class FakeStack:
 
 def run_plan(tmp_path, dep, outcomes, concurrency):
     env = {"WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path), "BUNDLE_LOCK_HASH": "abc123"}
-    plan = bench.plan(dep, "tp4", env, concurrency=concurrency)
+    plan = bench.plan(dep, registry.get("tp4"), env, concurrency=concurrency)
     stack = FakeStack(outcomes)
     key_file = tmp_path / "key"
     key_file.write_text(KEY)
@@ -148,14 +149,6 @@ def test_a_level_without_result_is_failed_with_the_tail_of_its_output(tmp_path, 
 @pytest.mark.parametrize("text", ["", "not json\n"])
 def test_no_lines_from_an_empty_or_damaged_file(text):
     assert bench_serving.parse_lines(text) == []
-
-
-def test_env_file_reads_back_what_render_writes(tmp_path):
-    from bundle.render.compose import write_env_file
-
-    env = {"A": "plain", "B": 'has "double" quotes', "C": "it's"}
-    write_env_file(tmp_path / "e.env", env, ("t",))
-    assert bench.read_env_file(tmp_path / "e.env") == env
 
 
 def test_a_run_where_every_request_failed_still_accounts_for_every_request():

@@ -6,18 +6,18 @@ import json
 
 import pytest
 
-from bundle.rules.check import check
+
 from bundle.cli import main
 from bundle.config.loader import SCHEMA_PATH, _defaults_source, load_config, schema_problems
 from bundle.errors import EXIT_CONFIG, ConfigError
-from tests.conftest import write_config
+from tests.conftest import checked, write_config
 
 
 def test_embedded_defaults_serve_both_topologies_without_errors():
     dep = load_config(None)
     assert dep.served_name == "deepseek-v4-flash"
-    for topology in ("tp4", "pd"):
-        assert check(dep, topology).errors == []
+    for topology in ("tp4", "pd", "dp"):
+        assert checked(dep, topology).errors == []
     prefill, decode = dep.roles("pd")
     assert set(prefill.gpus).isdisjoint(decode.gpus)
 
@@ -47,15 +47,15 @@ def test_every_schema_property_has_a_description_and_forbids_unknown_keys():
 def test_user_values_merge_over_defaults_and_lists_replace(tmp_path):
     path = write_config(tmp_path, "levers:\n  speculative: mtp\ntp4:\n  gpus: [4, 5, 6, 7]\n")
     dep = load_config(path)
-    assert dep.levers["speculative"] == "mtp"
-    assert dep.levers["moe_runner"] == "marlin"  # untouched default survives the merge
+    assert dep.levers.speculative == "mtp"
+    assert dep.levers.moe_runner == "marlin"  # untouched default survives the merge
     assert dep.roles("tp4")[0].gpus == (4, 5, 6, 7)
 
 
 def _problems(tmp_path, text):
     with pytest.raises(ConfigError) as info:
         dep = load_config(write_config(tmp_path, text))
-        check(dep, "pd").raise_if_errors(dep.source.name)
+        checked(dep, "pd").raise_if_errors(dep.source.name)
     return info.value
 
 
@@ -125,14 +125,14 @@ def test_bad_router_choice_is_rejected(tmp_path):
 
 def test_missing_model_is_a_warning_for_validate_and_an_error_for_launch(tmp_path):
     dep = load_config(write_config(tmp_path, f"model:\n  path: {tmp_path}/nowhere\n"))
-    assert check(dep, "tp4").errors == []
-    assert "does not exist on this host" in check(dep, "tp4").warnings[0]
-    assert "does not exist" in check(dep, "tp4", require_model=True).errors[0]
+    assert checked(dep, "tp4").errors == []
+    assert "does not exist on this host" in checked(dep, "tp4").warnings[0]
+    assert "does not exist" in checked(dep, "tp4", require_model=True).errors[0]
     (tmp_path / "model").mkdir()
     dep = load_config(write_config(tmp_path, f"model:\n  path: {tmp_path}/model\n"))
-    assert "has no config.json" in check(dep, "tp4", require_model=True).errors[0]
+    assert "has no config.json" in checked(dep, "tp4", require_model=True).errors[0]
     (tmp_path / "model" / "config.json").write_text("{}")
-    assert check(dep, "tp4", require_model=True).errors == []
+    assert checked(dep, "tp4", require_model=True).errors == []
 
 
 def test_empty_api_key_file_is_refused(tmp_path):

@@ -1,10 +1,11 @@
 """Contract: every command line the bundle generates parses under the pinned SGLang's ServerArgs
-parser and sglang-router's RouterArgs parser (the real ones, imported from the pinned packages),
+parser and smg's RouterArgs parser (the real ones, imported from the pinned packages),
 and the snapshots `bundle validate` uses are exactly those parsers."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 from importlib.metadata import version
 
@@ -13,8 +14,9 @@ import pytest
 from bundle.rules import argspec
 from bundle.config.loader import load_config
 from bundle.images.lock import load_lock
-from bundle.render.compose import ROUTER_MODULE, SERVER_MODULE, program_args, render
-from tests.conftest import write_config
+from bundle.render.compose import program_args
+from bundle.topology import ROUTER_MODULE, SERVER_MODULE
+from tests.conftest import render_for, write_config
 from tests.test_render import NON_DEFAULT
 
 pytestmark = [pytest.mark.contract, pytest.mark.usefixtures("runs_dir")]
@@ -28,40 +30,43 @@ def server_parser():
 
 @pytest.fixture(scope="module")
 def router_parser():
-    pytest.importorskip("sglang_router.router_args", reason="sglang-router is not installed")
-    return argspec.real_parser("sglang-router")
+    pytest.importorskip("smg.router_args", reason="smg is not installed (make install)")
+    return argspec.real_parser("smg")
 
 
 def test_installed_packages_are_the_ones_the_lock_pins():
     pins = load_lock().pins
     assert version("sglang") == pins["sglang"]
-    assert version("sglang-router") == pins["sglang-router"]
+    assert version("smg") == pins["smg"]
+    # Both packages install an `smg` console script: the frozen router must not be there too.
+    assert importlib.util.find_spec("sglang_router") is None
 
 
-@pytest.mark.parametrize("name", ["sglang-server", "sglang-router"])
+@pytest.mark.parametrize("name", ["sglang-server", "smg"])
 def test_snapshot_equals_the_pinned_parser(name, server_parser, router_parser):
     parser = server_parser if name == "sglang-server" else router_parser
-    dist = "sglang" if name == "sglang-server" else "sglang-router"
+    dist = "sglang" if name == "sglang-server" else "smg"
     live = json.loads(json.dumps(argspec.spec_from_parser(parser, package_version=version(dist))))
     assert live == argspec.load_spec(name), "run `python -m bundle.rules.argspec --write` and review the diff"
 
 
 def _commands(tmp_path, which, topology, compose_available):
     dep = load_config(write_config(tmp_path, NON_DEFAULT) if which == "custom" else None)
-    rendered = render(dep, topology)
+    rendered = render_for(dep, topology)
     if compose_available:
+        rendered.write()
         return {name: s["command"] for name, s in rendered.stack().config()["services"].items()}
-    from bundle.render.compose import resolved_commands
-
-    return resolved_commands(rendered.env, rendered.compose_files)
+    return rendered.commands
 
 
 @pytest.mark.parametrize("which", ["default", "custom"])
-@pytest.mark.parametrize("topology", ["tp4", "pd"])
+@pytest.mark.parametrize("topology", ["tp4", "pd", "dp"])
 def test_generated_command_lines_parse_under_the_real_parsers(
         tmp_path, which, topology, server_parser, router_parser, compose_available):
+    from smg.router_args import RouterArgs  # importable: router_parser skipped otherwise
+
     commands = _commands(tmp_path, which, topology, compose_available)
-    seen = set()
+    seen, bootstrap, router, ports = set(), None, None, {}
     for service, argv in commands.items():
         server_args = program_args(argv, SERVER_MODULE)
         if server_args is not None:
@@ -70,13 +75,28 @@ def test_generated_command_lines_parse_under_the_real_parsers(
             if topology == "pd":
                 assert ns.disaggregation_mode == service
                 assert ns.disaggregation_transfer_backend == "nixl"
+                ports[service] = ns.port
+                if service == "prefill":
+                    bootstrap = ns.disaggregation_bootstrap_port
             seen.add(service)
         router_args = program_args(argv, ROUTER_MODULE)
         if router_args is not None:
             ns = router_parser.parse_args(router_args)
-            assert ns.pd_disaggregation is True
+            assert ns.pd_disaggregation is (topology == "pd")
+            if topology == "dp":
+                port = 31000 if which == "custom" else 30000
+                assert ns.worker_urls == [f"http://replica-{i}:{port}" for i in (0, 1)]
+            # smg's own conversion of the parsed line (what `smg launch` hands its Rust core).
+            router = RouterArgs.from_cli_args(ns, use_router_prefix=False)
             seen.add(service)
-    assert seen == ({"server"} if topology == "tp4" else {"prefill", "decode", "router"})
+    if topology == "pd":
+        # The bootstrap port is explicit (smg defaults it to none) and is prefill's; both policies
+        # are set on the line, not left to smg's default.
+        assert router.prefill_urls == [(f"http://prefill:{ports['prefill']}", bootstrap)]
+        assert bootstrap is not None and router.decode_urls == [f"http://decode:{ports['decode']}"]
+        assert router.prefill_policy is not None and router.decode_policy is not None
+    assert seen == {"tp4": {"server"}, "pd": {"prefill", "decode", "router"},
+                    "dp": {"replica-0", "replica-1", "router"}}[topology]
 
 
 def test_custom_levers_mean_what_they_say_to_the_real_parser(tmp_path, server_parser, compose_available):
@@ -93,8 +113,11 @@ def test_custom_levers_mean_what_they_say_to_the_real_parser(tmp_path, server_pa
     (["--model-path", "/m", "--tp-sise", "4"], "sglang-server"),
     (["--model-path", "/m", "--moe-runner-backend", "fastest"], "sglang-server"),
     (["--model-path", "/m", "--disaggregation-transfer-backend", "carrier-pigeon"], "sglang-server"),
-    (["--pd-disaggregation", "--policy", "best"], "sglang-router"),
-    (["--pd-disaggregation", "--health-check-interval-secs", "soon"], "sglang-router"),
+    (["--pd-disaggregation", "--policy", "best"], "smg"),
+    (["--pd-disaggregation", "--decode-policy", "bucket"], "smg"),  # bucket is prefill-only
+    (["--pd-disaggregation", "--health-check-interval-secs", "soon"], "smg"),
+    # sglang-router 0.3.2's flag; smg has no mini load balancer.
+    (["--pd-disaggregation", "--mini-lb"], "smg"),
 ])
 def test_a_misspelled_flag_or_bad_choice_fails_both_real_and_snapshot(tokens, spec, server_parser,
                                                                       router_parser):

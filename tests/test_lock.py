@@ -36,10 +36,10 @@ def test_the_committed_lock_pins_the_measured_stack():
     assert lock.image_tag == f"lock-{lock.hash}"
     assert lock.image_ref == f"{lock.image_repo}:lock-{lock.hash}"
     assert {k: lock.pins[k] for k in ("torch", "sglang", "sglang-kernel", "flashinfer-python",
-                                       "tilelang", "nixl-cu13", "sglang-router")} == {
+                                       "tilelang", "nixl-cu13", "smg")} == {
         "torch": "2.14.1", "sglang": "0.5.23", "sglang-kernel": "0.4.10",
         "flashinfer-python": "0.7.2", "tilelang": "0.1.12", "nixl-cu13": "1.5.1",
-        "sglang-router": "0.3.2"}
+        "smg": "1.13.0"}
     assert lock.pins["python"] == "3.12" and lock.pins["cuda"].startswith("13.0.")
 
 
@@ -70,11 +70,13 @@ def test_hash_changes_with_a_pin_and_with_a_requirement_lock(lock_copy):
 
 @pytest.mark.parametrize("old,new,key", [
     ('torch = "2.14.1"\n', "", "python.torch: missing"),
-    ('torch = "2.14.1"', 'torch = ">=2.14"', "python.torch: '>=2.14' is not an exact version"),
-    ('sglang-router = "0.3.2"', 'sglang-router = "0.3.*"', "python.sglang-router"),
-    ('cuda = "13.0.2"', "cuda = 13", "base.cuda: must be a quoted string"),
+    ('torch = "2.14.1"', 'torch = ">=2.14"', 'python.torch: ">=2.14" is not an exact version'),
+    ('smg = "1.13.0"', 'smg = "1.13.*"', "python.smg"),
+    # The frozen router is no longer part of the stack (its `smg` script collides with smg's).
+    ('smg = "1.13.0"', 'smg = "1.13.0"\nsglang-router = "0.3.2"', "python.sglang-router: not a package"),
+    ('cuda = "13.0.2"', "cuda = 13", "base.cuda: expected string, got integer 13"),
     ("@sha256:e071e85c", "@sha256:zz71e85c", "base.image"),
-    ('source = "pypi"', 'source = "git"', "sglang.git_commit: '' is not a full 40-hex commit"),
+    ('source = "pypi"', 'source = "git"', 'sglang.git_commit: "" is not a full 40-hex commit'),
     ('tilelang = "0.1.12"', 'tilelang = "0.1.12"\ntorchvision = "0.29.2"', "python.torchvision: not a package"),
     ('published_digest = ""', 'published_digest = "latest"', "image.published_digest"),
 ])
@@ -85,6 +87,14 @@ def test_a_missing_or_malformed_pin_names_file_key_and_fix(lock_copy, old, new, 
     message = str(err.value)
     assert str(lock_copy) in message and key in message and "fix:" in message
     assert err.value.exit_code == 3
+
+
+def test_a_problem_names_the_line_it_is_on(lock_copy):
+    _edit(lock_copy, 'torch = "2.14.1"', 'torch = "latest"')
+    line = next(i for i, text in enumerate(lock_copy.read_text().splitlines(), 1) if text.startswith("torch ="))
+    with pytest.raises(ConfigError) as err:
+        load_lock(lock_copy)
+    assert f"{lock_copy}:{line}: python.torch:" in err.value.problems[0]
 
 
 def test_every_problem_is_reported_at_once(lock_copy):
@@ -149,6 +159,6 @@ def test_the_pins_resolve_together_against_the_index_today(lock_copy, tmp_path):
         committed = parse_pins((REPO / "docker" / "requirements" / f"{layer}.txt").read_text())
         lock = load_lock()
         for name in ("torch", "sglang", "sglang-kernel", "flashinfer-python", "tilelang",
-                     "nixl-cu13", "sglang-router", "uv"):
+                     "nixl-cu13", "smg", "uv"):
             if name in committed:
                 assert fresh[name] == committed[name] == lock.pins.get(name, lock.pins["uv"])

@@ -7,7 +7,9 @@ import yaml
 
 from bundle.cli import main
 from bundle.config.loader import load_config
-from bundle.render.compose import ROUTER_MODULE, SERVER_MODULE, program_args, render, resolved_commands
+from bundle.render.compose import program_args
+from bundle.topology import ROUTER_MODULE, SERVER_MODULE
+from tests.conftest import render_for as render
 from tests.conftest import write_config
 
 NON_DEFAULT = """
@@ -47,6 +49,7 @@ def _config(tmp_path, which):
 
 
 def _resolved(rendered):
+    rendered.write()
     return rendered.stack().config()
 
 
@@ -56,21 +59,24 @@ def _need_compose(compose_available):
         pytest.skip("docker compose v2 is not installed (make install adds it)")
 
 
+SERVICES = {"tp4": {"server"}, "pd": {"prefill", "decode", "router"}, "dp": {"replica-0", "replica-1", "router"}}
+
+
 @pytest.mark.parametrize("which", ["default", "custom"])
-@pytest.mark.parametrize("topology", ["tp4", "pd"])
+@pytest.mark.parametrize("topology", ["tp4", "pd", "dp"])
 def test_compose_accepts_the_rendered_configuration(tmp_path, which, topology):
     dep = _config(tmp_path, which)
     resolved = _resolved(render(dep, topology))
     assert resolved["name"] == dep.project_name(topology)
-    assert set(resolved["services"]) == ({"server"} if topology == "tp4" else {"prefill", "decode", "router"})
+    assert set(resolved["services"]) == SERVICES[topology]
 
 
 @pytest.mark.parametrize("which", ["default", "custom"])
-@pytest.mark.parametrize("topology", ["tp4", "pd"])
+@pytest.mark.parametrize("topology", ["tp4", "pd", "dp"])
 def test_fast_path_commands_equal_what_compose_resolves(tmp_path, which, topology):
     rendered = render(_config(tmp_path, which), topology)
     by_compose = {name: s["command"] for name, s in _resolved(rendered)["services"].items()}
-    assert resolved_commands(rendered.env, rendered.compose_files) == by_compose
+    assert rendered.commands == by_compose
 
 
 def test_pd_publishes_only_the_router_on_the_configured_address(tmp_path):
@@ -148,3 +154,27 @@ def test_render_cli_prints_compose_yaml(tmp_path, capsys):
     resolved = yaml.safe_load(capsys.readouterr().out)
     assert resolved["name"] == "lab-pd"
     assert resolved["services"]["router"]["depends_on"]["prefill"]["condition"] == "service_healthy"
+
+
+def test_dp_runs_one_server_per_replica_on_its_own_gpus_behind_the_router(tmp_path):
+    services = _resolved(render(_config(tmp_path, "default"), "dp"))["services"]
+    published = [name for name, s in services.items() if s.get("ports")]
+    assert published == ["router"]
+    for name, gpus in (("replica-0", "0,1,2,3"), ("replica-1", "4,5,6,7")):
+        assert services[name]["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == [gpus]
+        args = program_args(services[name]["command"], SERVER_MODULE)
+        assert args[args.index("--base-gpu-id") + 1] == "0" and args[args.index("--tp-size") + 1] == "4"
+    router = program_args(services["router"]["command"], ROUTER_MODULE)
+    urls = router[router.index("--worker-urls") + 1:router.index("--worker-urls") + 3]
+    assert urls == ["http://replica-0:30000", "http://replica-1:30000"]
+    assert router[router.index("--policy") + 1] == "cache_aware"
+
+
+def test_dp_with_four_tp2_replicas_turns_on_the_optional_services_by_profile(tmp_path):
+    dep = load_config(write_config(tmp_path, "dp:\n  replicas: 4\n  tp_size: 2\n"))
+    rendered = render(dep, "dp")
+    assert rendered.profiles == ("dp-3", "dp-4") and rendered.env["COMPOSE_PROFILES"] == "dp-3,dp-4"
+    services = _resolved(rendered)["services"]
+    assert set(services) == {"replica-0", "replica-1", "replica-2", "replica-3", "router"}
+    assert services["replica-3"]["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == ["6,7"]
+    assert rendered.env["DP_WORKER_URLS"].split() == [f"http://replica-{i}:30000" for i in range(4)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import asdict
 
 import pytest
 from rich.console import Console
@@ -10,7 +11,7 @@ from rich.console import Console
 from bundle.verify import report
 from bundle.config.loader import load_config
 
-BASELINE = load_config(None).raw["bench"]["baseline"]
+BASELINE = asdict(load_config(None).bench.baseline)
 
 
 def record(run_id: str, *, topology: str = "tp4", c1: float | None = 20.44, c8: float | None = 48.0,

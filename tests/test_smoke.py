@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from bundle import topology as registry
+from bundle.config.model import SmokeCheck
 from bundle.stack.frontdoor import FrontDoor
 from bundle.verify.smoke import smoke
 from bundle.stack.workers import HttpWorkers, parse_prometheus
@@ -21,8 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 MODEL = REPO / "bundle" / "simulator" / "simulated_model"
 SERVED = "deepseek-v4-flash"
 KEY = "sk-smoke-test-key-never-printed"
-CHECKS = [{"prompt": "What is the capital of France? Answer in one word.", "expect": "Paris"},
-          {"prompt": "And the capital of Japan?", "expect": "Tokyo"}]
+CHECKS = [SmokeCheck("What is the capital of France? Answer in one word.", "Paris"),
+          SmokeCheck("And the capital of Japan?", "Tokyo")]
 
 
 def _free_port() -> int:
@@ -78,7 +80,8 @@ def _faults(url: str, **knobs) -> None:
 
 
 def run(url: str, *, key: str | None = None, topology: str = "tp4", workers=None, checks=CHECKS):
-    return smoke(FrontDoor(url, SERVED, key), topology=topology, checks=checks, max_tokens=32,
+    front = FrontDoor(url, SERVED, key, readiness_path=registry.get(topology).readiness_path)
+    return smoke(front, topology=topology, checks=checks, max_tokens=32,
                  request_timeout=10, workers=workers)
 
 
@@ -104,9 +107,9 @@ def test_a_wrong_answer_fails_with_the_reason(simulator):
 
 
 def test_expected_answers_are_data(simulator):
-    report = run(simulator, checks=[{"prompt": "What is the capital of Italy?", "expect": "Rome"}])
+    report = run(simulator, checks=[SmokeCheck("What is the capital of Italy?", "Rome")])
     assert report.ok
-    report = run(simulator, checks=[{"prompt": "What is the capital of Italy?", "expect": "Milan"}])
+    report = run(simulator, checks=[SmokeCheck("What is the capital of Italy?", "Milan")])
     assert [s.name for s in report.failures] == ["answer"]
 
 

@@ -1,11 +1,17 @@
-"""Arguments and steps several verbs share: the config file, the topology, validate-then-render."""
+"""Arguments and steps several verbs share: the config file, the topology, and the one path every
+command takes from bundle.yaml to a checked render (load -> render -> rules)."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
+from bundle import topology as registry
+from bundle.config.loader import find_config, load_config
+from bundle.config.model import Deployment
+from bundle.render.compose import Rendered, render
 from bundle.rules.check import Findings, check
-from bundle.config.loader import TOPOLOGIES, Deployment, find_config, load_config
+from bundle.topology import Topology
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -14,19 +20,38 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
                              "embedded defaults for DeepSeek-V4-Flash on 8x RTX PRO 6000)")
 
 
-def add_topology_argument(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
+def add_topology_argument(parser: argparse.ArgumentParser, *, optional: bool = False,
+                          default_help: str = "every topology") -> None:
+    names = " | ".join(registry.NAMES)
     if optional:
-        parser.add_argument("topology", nargs="?", choices=TOPOLOGIES,
-                            help="tp4 or pd (default: both)")
+        parser.add_argument("topology", nargs="?", choices=registry.NAMES,
+                            help=f"{names} (default: {default_help})")
     else:
-        parser.add_argument("topology", choices=TOPOLOGIES, help="tp4 or pd")
+        parser.add_argument("topology", choices=registry.NAMES, help=names)
 
 
-def load_checked(args: argparse.Namespace, topology: str, *, require_model: bool = False
-                 ) -> tuple[Deployment, Findings]:
-    """Schema then semantic rules; raises one ConfigError listing every problem, before anything runs."""
-    dep = load_config(find_config(getattr(args, "config", None)))
-    findings = check(dep, topology, require_model=require_model)
+def load(args: argparse.Namespace) -> Deployment:
+    return load_config(find_config(getattr(args, "config", None)))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    dep: Deployment
+    topology: Topology
+    rendered: Rendered
+    findings: Findings
+
+
+def prepare(args: argparse.Namespace, topology: str, *, require_model: bool = False, rehearsal: bool = False,
+            extra_env: dict[str, str] | None = None, dep: Deployment | None = None) -> Prepared:
+    """Config -> render (once) -> rules; raises one ConfigError listing every problem, before anything runs."""
+    from bundle.images.lock import load_lock
+
+    dep = dep or load(args)
+    entry = registry.get(topology)
+    lock = load_lock()
+    rendered = render(dep, entry, image=lock.image_ref, lock_hash=lock.hash, rehearsal=rehearsal,
+                      extra_env=extra_env)
+    findings = check(dep, rendered, require_model=require_model)
     findings.raise_if_errors(dep.source.name)
-    return dep, findings
-
+    return Prepared(dep, entry, rendered, findings)

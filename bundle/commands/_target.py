@@ -1,31 +1,107 @@
-"""Which running topology smoke and bench act on: the one named, else the one that is up."""
+"""Which launched topology a verb acts on, found as `docker compose` would: from the launch records
+under runs/ (or the named config's projects), the ones with containers, asking only when that is
+ambiguous."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+from functools import cached_property
 
-from bundle.stack import docker
-from bundle.stack import runstate
-from bundle.commands._project import launched
-from bundle.config.loader import TOPOLOGIES, Deployment, find_config, load_config
+from bundle import topology as registry
+from bundle.commands._common import load
+from bundle.config.loader import find_config, load_config
+from bundle.config.model import Deployment
+from bundle.config.source import DEFAULTS_NAME
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.stack import docker, runstate
+from bundle.topology import Topology
 
-WORKER_SERVICES = {"tp4": {"tp4": "server"}, "pd": {"prefill": "prefill", "decode": "decode"}}
+
+@dataclass
+class Target:
+    project: str
+    topology: Topology
+    record: runstate.LaunchRecord | None  # None: never launched through the driver here
+    containers: tuple[str, ...]  # its containers now, running or stopped
+    named_dep: Deployment | None = None  # the config named on the command line, if any
+
+    @property
+    def up(self) -> bool:
+        return bool(self.containers)
+
+    @cached_property
+    def dep(self) -> Deployment:
+        """The config named on the command line, else the one the launch used."""
+        if self.named_dep is not None:
+            return self.named_dep
+        config = self.record.config if self.record else DEFAULTS_NAME
+        return load_config(None if config == DEFAULTS_NAME else config)
+
+    @cached_property
+    def launch(self) -> runstate.LaunchRecord:
+        """The launch record; for a project started by plain compose, runs/ wiped, or a record of an
+        older driver (no rendered variables), what the config would launch, rendered again."""
+        if self.record is not None and self.record.env:
+            return self.record
+        from bundle.commands._common import prepare
+
+        rehearsal = bool(self.record and self.record.rehearsal)
+        extra = {}
+        if rehearsal:
+            from bundle.images import rehearsal as rehearsal_image
+            from bundle.render import rehearsal as rehearsal_env
+
+            extra = rehearsal_env.env_values(rehearsal_image.image_tag())
+        rendered = prepare(argparse.Namespace(config=None), self.topology.name, dep=self.dep,
+                           rehearsal=rehearsal, extra_env=extra).rendered
+        rendered.write()
+        return runstate.LaunchRecord.of(rendered, rehearsal=rehearsal, config=self.dep.source.name,
+                                        run_dir=runstate.project_dir(self.project))
+
+    def stack(self):
+        return self.launch.stack()
 
 
-def running_target(args: argparse.Namespace) -> tuple[Deployment, str, runstate.LaunchRecord]:
-    """(config, topology, launch record) of a topology that has containers; a BundleError if none."""
-    dep = load_config(find_config(getattr(args, "config", None)))
+def candidates(args: argparse.Namespace) -> list[Target]:
+    """Every project the command could mean, those with containers first: the named config's
+    topologies, or (no config named) every launch recorded under runs/ plus the embedded defaults'."""
+    names = [args.topology] if getattr(args, "topology", None) else list(registry.NAMES)
+    named = getattr(args, "config", None) is not None or find_config(None) is not None
     docker.require_engine()
-    candidates = [args.topology] if args.topology else list(TOPOLOGIES)
-    up = [t for t in candidates if docker.project_containers(dep.project_name(t))]
+    dep = load(args)
+    records = {} if named else {r.project: r for r in runstate.all_records() if r.topology in names}
+    for name in names:
+        project = dep.project_name(name)
+        if project not in records:
+            try:
+                records[project] = runstate.load(project)
+            except BundleError:
+                records[project] = None
+    out = []
+    for project, record in records.items():
+        topology = registry.get(record.topology) if record else _topology_of(dep, project, names)
+        out.append(Target(project, topology, record, tuple(docker.project_containers(project)),
+                          named_dep=dep if named else None))
+    return sorted(out, key=lambda t: (not t.up, t.project))
+
+
+def one_running(args: argparse.Namespace, *, verb: str) -> Target:
+    """The one launched topology with containers; a BundleError naming the choices otherwise."""
+    found = candidates(args)
+    up = [t for t in found if t.up]
     if not up:
-        names = " or ".join(dep.project_name(t) for t in candidates)
-        raise BundleError(f"nothing to test: {names} is not running",
-                          hint=f"`bundle launch {args.topology or 'tp4|pd'}` first (add --rehearsal "
-                               "to rehearse without GPUs)", exit_code=EXIT_ENVIRONMENT)
+        names = ", ".join(t.project for t in found[:4])
+        raise BundleError(f"nothing to {verb}: {names or 'no project'} is not running",
+                          hint=f"`bundle launch {getattr(args, 'topology', None) or '|'.join(registry.NAMES)}` "
+                               "first (add --rehearsal to rehearse without GPUs)", exit_code=EXIT_ENVIRONMENT)
     if len(up) > 1:
-        raise BundleError("both tp4 and pd are running; name the one to test",
-                          hint="e.g. `bundle smoke pd`", exit_code=EXIT_ENVIRONMENT)
-    topology = up[0]
-    return dep, topology, launched(args, topology)
+        listing = ", ".join(f"{t.project} ({t.topology.name})" for t in up)
+        raise BundleError(f"{len(up)} topologies are up ({listing}); name the one to {verb}",
+                          hint=f"e.g. `bundle {verb} {up[0].topology.name}`, with -c FILE where it was "
+                               "launched with one", exit_code=EXIT_ENVIRONMENT)
+    return up[0]
+
+
+def _topology_of(dep: Deployment, project: str, names: list[str]) -> Topology:
+    return next(registry.get(n) for n in names if dep.project_name(n) == project)

@@ -1,4 +1,4 @@
-"""`bundle bench [tp4|pd] [-c FILE] [--concurrency 1 8] [--input-len N] [--output-len N]
+"""`bundle bench [tp4|pd|dp] [-c FILE] [--concurrency 1 8] [--input-len N] [--output-len N]
 [--prompts-per-concurrency N] [--level-timeout DURATION] [--label TEXT]`
 
 SGLang's bench_serving inside the image against the running topology's front door service, with the
@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import argparse
 
-from bundle.commands._common import add_config_argument
-from bundle.config.loader import TOPOLOGIES
+from bundle.commands._common import add_config_argument, add_topology_argument
 
 HELP = "benchmark the running topology with SGLang's bench_serving; JSON line, table and plot under runs/"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("topology", nargs="?", choices=TOPOLOGIES,
-                        help="tp4 or pd (default: the one that is running)")
+    add_topology_argument(parser, optional=True, default_help="the one that is running")
     add_config_argument(parser)
     parser.add_argument("--concurrency", type=int, nargs="+", metavar="C",
                         help="concurrency levels, each its own run (default: bench.concurrency)")
@@ -38,32 +36,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
+    from dataclasses import asdict
 
     from rich.console import Console
 
     from bundle.verify import bench
     from bundle.verify import report
     from bundle.stack import runstate
-    from bundle.commands._target import running_target
+    from bundle.commands._target import one_running
     from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
     from bundle.stack.frontdoor import front_door
 
-    dep, topology, record = running_target(args)
+    target = one_running(args, verb="benchmark")
+    dep, topology, record = target.dep, target.topology, target.launch
     for value, name in ((args.input_len, "--input-len"), (args.output_len, "--output-len"),
                         (args.prompts_per_concurrency, "--prompts-per-concurrency")):
         if value is not None and value < 1:
             raise BundleError(f"{name} must be at least 1", exit_code=2)
     if args.concurrency and min(args.concurrency) < 1:
         raise BundleError("--concurrency levels must be at least 1", exit_code=2)
-    env = bench.read_env_file(record.env_file)
+    env = record.env
     plan = bench.plan(dep, topology, env, concurrency=args.concurrency, input_len=args.input_len,
                       output_len=args.output_len, prompts_per_concurrency=args.prompts_per_concurrency,
                       level_timeout=args.level_timeout, range_ratio=args.range_ratio, label=args.label)
-    front = front_door(dep)
+    front = front_door(dep, topology)
     console = Console(highlight=False, soft_wrap=True, stderr=args.json)
     history = report.read_jsonl(runstate.project_dir(record.project) / report.BENCH_HISTORY)
-    previous = report.previous_bench(history, topology=topology)
-    console.print(f"bench {topology}: bench_serving in the image against {plan.base_url}; "
+    previous = report.previous_bench(history, topology=topology.name)
+    console.print(f"bench {topology.name}: bench_serving in the image against {plan.base_url}; "
                   f"dataset: {plan.dataset_source}")
 
     with console.status("starting ...") as status:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         result, run_dir = bench.run(record.stack(), plan, project=record.project, rehearsal=record.rehearsal,
                                     env=env, api_key_file=dep.api_key_file, redact=front.redact,
                                     on_level=on_level)
-    baseline = dep.raw["bench"].get("baseline")
+    baseline = asdict(dep.bench.baseline) if dep.bench.baseline else None
     plot = report.plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
     if args.json:
         print(front.redact(json.dumps(result, indent=2)))
@@ -91,6 +91,6 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         reasons = "; ".join(f"C={lv['concurrency']} {lv['status']}: {lv['reason']}" for lv in bad)
         code = EXIT_TIMEOUT if any(lv["status"] == "timeout" for lv in bad) else EXIT_FAILED
-        raise BundleError(f"bench {topology}: {len(bad)} of {len(result['levels'])} levels did not "
+        raise BundleError(f"bench {topology.name}: {len(bad)} of {len(result['levels'])} levels did not "
                           f"complete cleanly (measured levels are recorded): {reasons}", exit_code=code)
     return 0

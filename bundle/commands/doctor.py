@@ -10,10 +10,10 @@ HELP = "check this host can run a topology: GPUs, driver, Docker, limits, disk, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from bundle.config.loader import TOPOLOGIES
+    from bundle import topology as registry
     from bundle.doctor.registry import NAMES
 
-    parser.add_argument("topology", nargs="?", choices=TOPOLOGIES, default="pd",
+    parser.add_argument("topology", nargs="?", choices=registry.NAMES, default="pd",
                         help="the topology to check for (default: pd, which uses all 8 GPUs)")
     add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
@@ -32,13 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_context(args: argparse.Namespace):
     """The checks' view of the deployment: config (or embedded defaults) overridden by the flags."""
-    from bundle.config.loader import find_config, load_config
+    from bundle import topology as registry
+    from bundle.commands._common import load
     from bundle.doctor.context import HostContext
     from bundle.errors import BundleError
 
-    dep = load_config(find_config(getattr(args, "config", None)))
-    roles = dep.roles(args.topology)
-    image = args.image or dep.raw.get("image", {}).get("ref")
+    dep = load(args)
+    roles = dep.roles(registry.get(args.topology))
+    image = args.image or dep.image_ref
     lock_hash = None
     if not image:
         try:
@@ -49,8 +50,8 @@ def build_context(args: argparse.Namespace):
         except BundleError:
             image = None  # a broken lock is `bundle validate`'s to report; NIXL then runs on the host
     network = dep.network
-    ports = [(network["host_address"], int(network["front_port"]), f"{args.topology} front door")]
-    ports += [(network["host_address"], p, "--port") for p in args.port]
+    ports = [(network.host_address, network.front_port, f"{args.topology} front door")]
+    ports += [(network.host_address, p, "--port") for p in args.port]
     if len(roles) > 1:
         nixl_gpus = (roles[0].gpus[0], roles[1].gpus[0])  # prefill's first GPU -> decode's first GPU
     else:
@@ -62,7 +63,7 @@ def build_context(args: argparse.Namespace):
         image=image,
         expected_lock_hash=lock_hash,
         gpu_groups={role.name: tuple(role.gpus) for role in roles},
-        pcie_safe_collectives=bool(dep.levers.get("pcie_safe_collectives")),
+        pcie_safe_collectives=bool(dep.levers.pcie_safe_collectives),
         nixl_gpus=nixl_gpus,
         host_python_nixl=not args.no_host_nixl,
     )

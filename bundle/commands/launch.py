@@ -1,28 +1,26 @@
-"""`bundle launch tp4|pd [-c FILE] [--rehearsal] [--timeout DURATION]`: validate, write the env,
+"""`bundle launch tp4|pd|dp [-c FILE] [--rehearsal] [--timeout DURATION]`: validate, write the env,
 `compose up`, wait for true readiness with progress, attest what runs, print the endpoint.
 
-On failure or timeout: every container's logs are saved under the run's folder, what this launch
-started is stopped (volumes kept), and the exit code says why.
+On a project that is already up it reconciles, as `docker compose up` does: what is stopped or
+missing is started, healthy services are left alone, and it waits until ready again.
+On failure, timeout or a signal (SIGINT, SIGTERM, SIGHUP): every container's logs are saved under
+the run's folder, what this launch started is stopped (volumes kept; a reconcile keeps what was
+running before), and the exit code says why.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
 
-from bundle.stack import docker
-from bundle.doctor import port_owners
-from bundle.stack import runstate
-from bundle.commands._common import add_config_argument, add_topology_argument, load_checked
+from bundle.commands._common import add_config_argument, add_topology_argument, prepare
 from bundle.durations import parse_duration
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.stack import docker, runstate
 from bundle.stack.frontdoor import front_door
 from bundle.stack.ready import BackgroundUp, NotReady, wait_ready
-from bundle.render.compose import render
 
-HELP = "bring a topology up and wait until it truly serves (health, router pairing, one generation)"
-SERVICES = {"tp4": {"server"}, "pd": {"prefill", "decode", "router"}}
+HELP = "bring a topology up and wait until it truly serves (health, router, one generation); reconciles one that is up"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,62 +40,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from bundle.doctor import port_owners
+
     console = Console(highlight=False, soft_wrap=True)
-    topology = args.topology
+    knobs = _sim_knobs(args.sim, args.rehearsal)
+    extra = {}
+    if args.rehearsal:
+        from bundle.images import rehearsal as rehearsal_image
+        from bundle.render import rehearsal
+
+        # The image's tag is a hash of its inputs: known before anything is built.
+        extra = rehearsal.env_values(rehearsal_image.image_tag(), knobs=knobs)
     # 1. Everything that can be checked before touching Docker: a bad config stops here.
-    dep, findings = load_checked(args, topology, require_model=not args.rehearsal)
-    for warning in findings.warnings:
+    prepared = prepare(args, args.topology, require_model=not args.rehearsal, rehearsal=args.rehearsal,
+                       extra_env=extra)
+    dep, topology = prepared.dep, prepared.topology
+    for warning in prepared.findings.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
-    timeout = parse_duration(args.timeout or dep.raw["lifecycle"]["launch_timeout"], what="--timeout")
+    timeout = parse_duration(args.timeout or dep.lifecycle.launch_timeout, what="--timeout")
     docker.require_engine()
     docker.require_compose()
-    project = dep.project_name(topology)
-    if docker.project_containers(project):
-        raise BundleError(f"project {project} is already up (or left stopped containers)",
-                          hint=f"`bundle status {topology}` to look, `bundle down {topology}` to stop it",
-                          exit_code=EXIT_ENVIRONMENT)
-    host, port = dep.network["host_address"], dep.network["front_port"]
-    if not port_owners.bind_free(host, port):
-        holders = [h.describe() for h in port_owners.conflicts(host, port)]
-        raise BundleError(f"{host}:{port} (network.front_port) is already in use"
-                          + (f": {'; '.join(holders)}" if holders else ""),
-                          hint="stop that process or choose another network.front_port",
-                          exit_code=EXIT_ENVIRONMENT)
-    knobs = _sim_knobs(args.sim, args.rehearsal)
-    extra_env = {}
-    if args.rehearsal:
-        from bundle.images import rehearsal
-
-        console.print("rehearsal: building the simulator image if its inputs changed ...")
-        extra_env = rehearsal.env_values(rehearsal.ensure_image(), knobs=knobs)
-    else:
-        image = dep.raw["image"]["ref"] or _lock_image()
-        if not docker.image_exists(image):
-            raise BundleError(f"image {image} is not on this host",
-                              hint="`make image` to build it, or `bundle pull` to fetch the published one",
+    project = dep.project_name(topology.name)
+    reconcile = bool(docker.project_containers(project))
+    if not reconcile:
+        host, port = dep.network.host_address, dep.network.front_port
+        if not port_owners.bind_free(host, port):
+            holders = [h.describe() for h in port_owners.conflicts(host, port)]
+            raise BundleError(f"{host}:{port} (network.front_port) is already in use"
+                              + (f": {'; '.join(holders)}" if holders else ""),
+                              hint="stop that process or choose another network.front_port",
                               exit_code=EXIT_ENVIRONMENT)
-    rendered = render(dep, topology, rehearsal=args.rehearsal, extra_env=extra_env)
+    rendered = prepared.rendered
+    if args.rehearsal:
+        console.print("rehearsal: building the simulator image if its inputs changed ...")
+        rehearsal_image.ensure_image()
+    elif not docker.image_exists(rendered.env["BUNDLE_IMAGE"]):
+        raise BundleError(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
+                          hint="`make image` to build it, or `bundle pull` to fetch the published one",
+                          exit_code=EXIT_ENVIRONMENT)
+    rendered.write()
     run_dir = runstate.new_run_dir(project, "launch")
-    record = runstate.LaunchRecord(project=project, topology=topology,
-                                   compose_files=[str(f) for f in rendered.compose_files],
-                                   env_file=str(rendered.env_file), rehearsal=args.rehearsal,
-                                   config=dep.source.name, started_at=time.time(), run_dir=str(run_dir))
-    runstate.save(record)
+    runstate.save(runstate.LaunchRecord.of(rendered, rehearsal=args.rehearsal, config=dep.source.name,
+                                           run_dir=run_dir))
     stack = rendered.stack()
-    front = front_door(dep)
-    console.print(f"launching {topology} as compose project [bold]{project}[/] "
-                  f"({'rehearsal: simulated workers' if args.rehearsal else rendered.env['BUNDLE_IMAGE']})")
+    front = front_door(dep, topology)
+    what = "rehearsal: simulated workers" if args.rehearsal else rendered.env["BUNDLE_IMAGE"]
+    verb = "reconciling" if reconcile else "launching"
+    console.print(f"{verb} {topology.name} as compose project [bold]{project}[/] ({what})")
     # 2. Start. From here on, a failure cleans up what this launch made.
+    starting = None
     try:
         starting = BackgroundUp(stack)
         with console.status("waiting for readiness...") if console.is_terminal else _nullcontext():
-            ready = wait_ready(stack, topology, front, timeout=timeout,
-                               prompt=dep.raw["smoke"]["checks"][0]["prompt"],
-                               expected_services=SERVICES[topology],
-                               report=lambda line: console.print(line), starting=starting)
+            ready = wait_ready(stack, topology, front, timeout=timeout, prompt=dep.smoke.checks[0].prompt,
+                               expected_services={s.name for s in topology.active_services(dep.replicas(topology))},
+                               report=lambda line: console.print(line, markup=False), starting=starting)
     except (NotReady, BundleError, KeyboardInterrupt) as exc:
+        _stop_compose_up(starting)
         saved = save_logs(stack, run_dir)
-        if not args.keep_on_failure:
+        if reconcile:
+            console.print(f"the project was up before this launch: left as it is; logs in {saved}")
+        elif not args.keep_on_failure:
             console.print(f"stopping what this launch started (volumes kept); logs in {saved}")
             stack.down(volumes=False)
         if isinstance(exc, KeyboardInterrupt):
@@ -107,16 +110,25 @@ def run(args: argparse.Namespace) -> int:
     (run_dir / "ready.json").write_text(json.dumps(
         {"seconds": round(ready.seconds, 1), "events": ready.events}, indent=2) + "\n")
     console.print(f"[green]ready[/] in {ready.seconds:.0f} s")
-    _attest(dep, topology, rendered, run_dir, console)
+    _attest(dep, rendered, run_dir, console)
     console.print(f"\nendpoint: [bold]{front.url}[/] (model {front.model})")
     console.print("try it:\n  " + front.example_request(), markup=False)
     return 0
 
 
-def _lock_image() -> str:
-    from bundle.images.lock import load_lock
+def _stop_compose_up(starting: BackgroundUp | None) -> None:
+    """A signal reaches the driver, not the `docker compose up` it runs: stop that first, or it
+    would go on creating containers after the clean-up removed them."""
+    if starting is None or starting.done():
+        return
+    import psutil
 
-    return load_lock().image_ref
+    for child in psutil.Process().children(recursive=True):
+        try:
+            child.terminate()
+        except psutil.Error:
+            pass
+    starting.join(timeout=30)
 
 
 def _sim_knobs(pairs: list[str], rehearsal: bool) -> dict[str, str]:
@@ -131,13 +143,11 @@ def _sim_knobs(pairs: list[str], rehearsal: bool) -> dict[str, str]:
     return knobs
 
 
-def _attest(dep, topology, rendered, run_dir, console) -> None:
+def _attest(dep, rendered, run_dir, console) -> None:
     """Record what actually runs (CUDA graphs, backends, TP...): a FAIL here fails the launch."""
-    try:
-        from bundle.verify import attest
-    except ImportError:  # attestation ships with the smoke/bench verbs
-        return
-    result = attest.attest(dep, topology, rendered)
+    from bundle.verify import attest
+
+    result = attest.attest(dep, rendered)
     (run_dir / "attestation.json").write_text(result.to_json() + "\n")
     attest.print_findings(result, console)
     if not result.ok:

@@ -1,4 +1,4 @@
-"""`bundle render tp4|pd [-c FILE]`: write the env file and print compose's own resolved configuration."""
+"""`bundle render tp4|pd|dp [-c FILE]`: write the env file and print compose's own resolved configuration."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import sys
 
 import yaml
 
-from bundle.commands._common import add_config_argument, add_topology_argument, load_checked
-from bundle.render.compose import render
+from bundle.commands._common import add_config_argument, add_topology_argument, prepare
 
 HELP = "write runs/<project>/bundle.env and print the configuration exactly as docker compose resolves it"
 
@@ -26,16 +25,18 @@ def run(args: argparse.Namespace) -> int:
 
     from bundle.stack import docker
 
-    dep, findings = load_checked(args, args.topology)
-    for warning in findings.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
     extra = {}
     if args.rehearsal:
-        from bundle.images import rehearsal
+        from bundle.images import rehearsal as rehearsal_image
+        from bundle.render import rehearsal
 
         # The tag only: render never builds (launch --rehearsal does).
-        extra = rehearsal.env_values(rehearsal.image_tag())
-    rendered = render(dep, args.topology, rehearsal=args.rehearsal, extra_env=extra)
+        extra = rehearsal.env_values(rehearsal_image.image_tag())
+    prepared = prepare(args, args.topology, rehearsal=args.rehearsal, extra_env=extra)
+    for warning in prepared.findings.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    rendered = prepared.rendered
+    rendered.write()
     docker.require_compose()
     resolved = rendered.stack().config()
     if args.format == "json":

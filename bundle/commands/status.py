@@ -1,68 +1,111 @@
-"""`bundle status [tp4|pd] [--json]`: containers, health, restarts, ports and front-door readiness."""
+"""`bundle status [tp4|pd|dp] [--json]`: containers, health, restarts, ports, whether each server
+answers, and whether the front door really serves (a one-token generation, not only /readiness)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-import requests
+from bundle.commands._common import add_config_argument, add_topology_argument
 
-from bundle.stack import docker
-from bundle.commands._common import add_config_argument
-from bundle.commands._project import launched
-from bundle.config.loader import TOPOLOGIES, find_config, load_config
-from bundle.stack.frontdoor import front_door
-
-HELP = "show what runs: containers, health, restarts, ports, and whether the front door serves"
+HELP = "show what runs: containers, health, restarts, ports, hung or paused servers, and whether the front door serves"
+WORKER_PROBE_SECONDS = 5  # a server that cannot answer /health in this long is flagged as hung
+FRONT_PROBE_SECONDS = 10
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("topology", nargs="?", choices=TOPOLOGIES, help="tp4 or pd (default: both)")
+    add_topology_argument(parser, optional=True, default_help="every launched one")
     add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def collect(args: argparse.Namespace, topology: str) -> dict:
-    dep = load_config(find_config(args.config))
-    record = launched(args, topology)
-    states = record.stack().states() if docker.project_containers(record.project) else []
-    front = front_door(dep)
-    door = {"url": front.url, "serving": False, "detail": "not running"}
+def front_door_serves(front) -> dict:
+    """Serving = the readiness path answers 200 and a one-token generation comes back in time."""
+    import requests
+
+    from bundle.stack.ready import front_door_state
+
+    door = {"url": front.url, "serving": False}
+    ok, detail = front_door_state(front, timeout=FRONT_PROBE_SECONDS)
+    door["detail"] = detail
+    if not ok:
+        return door
+    body = {"model": front.model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1,
+            "temperature": 0}
+    try:
+        reply = requests.post(front.url + "/v1/chat/completions", json=body, headers=front.headers,
+                              timeout=FRONT_PROBE_SECONDS)
+        door["serving"] = reply.status_code == 200
+        door["detail"] += f"; a one-token generation: HTTP {reply.status_code}"
+    except requests.RequestException as exc:
+        door["detail"] += f"; a one-token generation: {type(exc).__name__} within {FRONT_PROBE_SECONDS} s"
+    return door
+
+
+def _server_problem(state, workers, service: str) -> str | None:
+    if state.state == "paused":
+        return "paused: its processes are frozen (`docker unpause` or `bundle launch` again)"
+    if state.state != "running":
+        return None
+    reply = workers.get(service, "/health", timeout=WORKER_PROBE_SECONDS)
+    if reply.status == 0 and "timed out" in reply.text.lower():
+        return f"hung: /health gave no answer within {WORKER_PROBE_SECONDS} s"
+    if reply.status == 0:
+        return f"not answering: {reply.text[:120]}"
+    return None
+
+
+def collect(target) -> dict:
+    from bundle.stack.frontdoor import front_door
+    from bundle.stack.workers import ComposeWorkers
+
+    record = target.launch if target.up else target.record
+    states = target.stack().states() if target.up else []
+    door = {"url": None, "serving": False, "detail": "not running"}
+    servers = {s.name for s in target.topology.servers}
+    containers = []
     if states:
-        path = "/readiness" if topology == "pd" else "/health"
-        try:
-            code = requests.get(front.url + path, headers=front.headers, timeout=5).status_code
-            door.update(serving=code == 200, detail=f"{path}: HTTP {code}")
-        except requests.RequestException as exc:
-            door["detail"] = f"{path}: {type(exc).__name__}"
-    return {"topology": topology, "project": record.project, "rehearsal": record.rehearsal,
-            "containers": [{"service": s.service, "name": s.name, "state": s.state, "health": s.health,
-                            "restarts": s.restart_count, "exit_code": s.exit_code, "ports": s.ports}
-                           for s in states],
-            "front_door": door}
+        dep = target.dep
+        workers = ComposeWorkers(target.stack(), {name: name for name in servers}, port=dep.network.worker_port)
+        door = front_door_serves(front_door(dep, target.topology))
+    for s in states:
+        problem = _server_problem(s, workers, s.service) if s.service in servers else (
+            "paused" if s.state == "paused" else None)
+        containers.append({"service": s.service, "name": s.name, "state": s.state, "health": s.health,
+                           "restarts": s.restart_count, "exit_code": s.exit_code, "ports": s.ports,
+                           "problem": problem})
+    return {"topology": target.topology.name, "project": target.project,
+            "rehearsal": bool(record and record.rehearsal), "containers": containers, "front_door": door}
 
 
 def run(args: argparse.Namespace) -> int:
-    docker.require_engine()
-    reports = [collect(args, t) for t in ([args.topology] if args.topology else TOPOLOGIES)]
+    from bundle.commands._target import candidates
+
+    found = candidates(args)
+    shown = [t for t in found if t.up] or ([t for t in found] if args.topology else [])
+    reports = [collect(t) for t in shown]
     if args.json:
-        print(json.dumps(reports if not args.topology else reports[0], indent=2))
+        print(json.dumps(reports[0] if args.topology and len(reports) == 1 else reports, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)
+    if not reports:
+        console.print("nothing is running (no launched topology has containers)")
     for report in reports:
         if not report["containers"]:
             console.print(f"{report['project']}: not running")
             continue
         table = Table(title=f"{report['project']} ({report['topology']}"
                             f"{', rehearsal' if report['rehearsal'] else ''})", title_justify="left")
-        for column in ("service", "state", "health", "restarts", "published"):
-            table.add_column(column)
+        for column in ("service", "state", "health", "restarts", "published", "problem"):
+            table.add_column(column, overflow="fold")
         for c in report["containers"]:
             published = ", ".join(b for binds in c["ports"].values() for b in binds)
-            table.add_row(c["service"], c["state"], c["health"] or "-", str(c["restarts"]), published or "-")
+            problem = f"[red]{c['problem']}[/]" if c["problem"] else "-"
+            table.add_row(c["service"], c["state"], c["health"] or "-", str(c["restarts"]), published or "-",
+                          problem)
         console.print(table)
         door = report["front_door"]
         mark = "[green]serving[/]" if door["serving"] else "[red]not serving[/]"

@@ -1,12 +1,12 @@
-"""`bundle validate [tp4|pd] [-c FILE]`: schema, semantic rules and parser checks; starts nothing."""
+"""`bundle validate [tp4|pd|dp] [-c FILE]`: schema, semantic rules and parser checks; starts nothing."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from bundle.commands._common import add_config_argument, add_topology_argument, load_checked
-from bundle.config.loader import TOPOLOGIES
+from bundle import topology as registry
+from bundle.commands._common import add_config_argument, add_topology_argument, load, prepare
 
 HELP = "check bundle.yaml (or the embedded defaults) for a topology; starts nothing"
 
@@ -18,9 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Plain print, not rich: validate must answer fast and prints a line or two.
-    for topology in [args.topology] if args.topology else list(TOPOLOGIES):
-        dep, findings = load_checked(args, topology)
-        for warning in findings.warnings:
+    dep = load(args)
+    for topology in [args.topology] if args.topology else list(registry.NAMES):
+        prepared = prepare(args, topology, dep=dep)
+        for warning in prepared.findings.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         print(f"ok {topology}: {dep.source.name} is valid (project {dep.project_name(topology)})")
     return 0

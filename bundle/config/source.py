@@ -1,7 +1,8 @@
-"""Read a YAML file and remember the line of every key, so errors can point at it."""
+"""Read a YAML (or TOML) file and remember the line of every key, so errors can point at it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,15 +11,21 @@ import yaml
 from bundle.errors import ConfigError
 
 KeyPath = tuple  # ("pd", "prefill", "gpus", 0)
+DEFAULTS_NAME = "<embedded defaults>"
 
 
 @dataclass
-class YamlSource:
-    """A parsed YAML document plus the 1-based line of each key path in it."""
+class Source:
+    """A parsed document (YAML or TOML) plus the 1-based line of each key path in it."""
 
     name: str  # what messages call the file (its path, or "<embedded defaults>")
     data: dict
     lines: dict[KeyPath, int] = field(default_factory=dict)
+
+    @property
+    def is_file(self) -> bool:
+        """A user's file (not the embedded defaults)."""
+        return self.name != DEFAULTS_NAME
 
     def line_of(self, path: KeyPath) -> int | None:
         """Line of `path`, or of its nearest ancestor present in the file."""
@@ -41,7 +48,7 @@ def format_path(path: KeyPath) -> str:
     return out or "(top level)"
 
 
-def parse_yaml(text: str, name: str) -> YamlSource:
+def parse_yaml(text: str, name: str) -> Source:
     """Parse `text`; a syntax error becomes a ConfigError with the line and column."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -59,12 +66,17 @@ def parse_yaml(text: str, name: str) -> YamlSource:
                            f"not a {type(data).__name__}"], source=name)
     lines: dict[KeyPath, int] = {}
     _collect_lines(node, (), lines)
-    return YamlSource(name=name, data=data, lines=lines)
+    return Source(name=name, data=data, lines=lines)
 
 
-def read_yaml(path: Path) -> YamlSource:
+def read_yaml(path: Path) -> Source:
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{path}: not a YAML text file (byte {exc.start} is not UTF-8); point -c at "
+                           f"your bundle.yaml"], source=str(path)) from None
+    except IsADirectoryError:
+        raise ConfigError([f"{path}: is a folder; point -c at a bundle.yaml file"], source=str(path)) from None
     except FileNotFoundError:
         raise ConfigError([f"{path}: file not found; create it (see README, 'Configuration') "
                            f"or leave out -c to use the embedded defaults"], source=str(path)) from None
@@ -84,3 +96,27 @@ def _collect_lines(node, path: KeyPath, lines: dict) -> None:
             child = path + (index,)
             lines[child] = item.start_mark.line + 1
             _collect_lines(item, child, lines)
+
+
+_TOML_TABLE = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\s*(#.*)?$")
+_TOML_KEY = re.compile(r"^\s*(\"[^\"]+\"|[A-Za-z0-9_\-]+)\s*=")
+
+
+def parse_toml(text: str, name: str) -> Source:
+    """Parse TOML (tomllib); the lines of table headers and `key =` lines are found by a line scan,
+    only for messages (tomllib keeps no positions). A syntax error is a ConfigError."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"{name}: not valid TOML: {exc}"], source=name) from None
+    lines: dict[KeyPath, int] = {}
+    table: KeyPath = ()
+    for number, line in enumerate(text.splitlines(), 1):
+        if m := _TOML_TABLE.match(line):
+            table = tuple(part.strip().strip('"') for part in m.group(1).split("."))
+            lines[table] = number
+        elif m := _TOML_KEY.match(line):
+            lines[table + (m.group(1).strip('"'),)] = number
+    return Source(name=name, data=data, lines=lines)

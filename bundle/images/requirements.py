@@ -7,7 +7,7 @@ with hashes required and `--no-deps` (the lock is the whole closure, so nothing 
 Layers and what they resolve:
 - base:      uv (installs everything above it) and setuptools (the overlay's build backend)
 - framework: torch, sglang, sglang-kernel, flashinfer, tilelang and their whole closure
-- pd:        nixl-cu13 and sglang-router, resolved together with the framework's pins; pd.txt keeps
+- pd:        nixl-cu13 and smg (the router), resolved together with the framework's pins; pd.txt keeps
              only what the framework layer does not already hold, so the two never disagree.
 
 `python -m bundle.images.requirements [--check]` regenerates (or, with --check, verifies) them.
@@ -30,7 +30,7 @@ from bundle.images.lock import Lock, load_lock, requirements_dir
 LAYERS = ("base", "framework", "pd")
 FRAMEWORK_PACKAGES = ("torch", "sglang", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
                       "flashinfer-jit-cache", "tilelang")
-PD_PACKAGES = ("nixl-cu13", "sglang-router")
+PD_PACKAGES = ("nixl-cu13", "smg")
 # Ubuntu 24.04 (the CUDA base) has glibc 2.39; sglang 0.5.23 ships manylinux_2_34 wheels only.
 PLATFORM = "x86_64-manylinux_2_39"
 INPUTS_MARK = "# inputs-sha256: "

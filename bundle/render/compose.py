@@ -1,8 +1,11 @@
-"""Deployment + topology -> what `docker compose` sees: an env file, the compose files, a project.
+"""(typed config, topology) -> what `docker compose` runs: the variables the compose files read, the
+files, the profiles, and each service's command line as compose will resolve it.
 
-The compose files in compose/ are the source of truth for the topologies; this module only writes
-the variables they read, so `docker compose --env-file runs/<project>/bundle.env -f compose/X.yaml`
-runs the same thing without the driver.
+Pure: `render()` reads the compose files and writes nothing, so the rules check exactly what a
+launch will run; `Rendered.write()` puts the env file (and each server's extra environment) under
+runs/<project>/, and `docker compose --env-file runs/<project>/bundle.env -f compose/X.yaml` then
+runs the same thing without the driver. What was rendered is recorded with a launch, never parsed
+back from the env file.
 """
 
 from __future__ import annotations
@@ -14,63 +17,166 @@ import yaml
 
 from bundle import paths
 from bundle.config import levers
-from bundle.config.loader import Deployment
+from bundle.config.model import Deployment, Role, RouterSection
 from bundle.errors import ConfigError
 from bundle.render.interpolate import split_command
+from bundle.topology import ROUTER_MODULE, SERVER_MODULE, Topology
 
 ENV_FILE_NAME = "bundle.env"
 NO_FILE = "/dev/null"  # compose files read /dev/null as "no secret" / "no extra environment"
 ROUTER_PORT = 30000  # inside the router's container; only the host side is configurable
-SERVER_MODULE = "sglang.launch_server"
-ROUTER_MODULE = "sglang_router.launch_router"
 
 
-def compose_files(topology: str, *, rehearsal: bool = False) -> list[Path]:
-    if rehearsal:
-        from bundle.images import rehearsal as rehearsal_mod
+@dataclass(frozen=True)
+class Rendered:
+    """What one topology's compose run is made of."""
 
-        return rehearsal_mod.compose_files(topology)
-    return [paths.compose_dir() / f"{topology}.yaml"]
+    topology: Topology
+    project: str
+    env: dict[str, str]  # every variable the compose files read (paths only, never a secret)
+    compose_files: tuple[Path, ...]
+    profiles: tuple[str, ...]
+    commands: dict[str, list[str]]  # service -> argv, as compose will run it (`up`'s services only)
+    templates: dict[str, str | list]  # service -> its `command:` as the compose files spell it
+    run_dir: Path  # runs/<project>/: where write() puts the env files
+    role_env: dict[str, dict[str, str]] = field(default_factory=dict)  # service -> its extra environment
+    source_name: str = "bundle.yaml"
+
+    @property
+    def env_file(self) -> Path:
+        return self.run_dir / ENV_FILE_NAME
+
+    def server_args(self, service: str) -> list[str] | None:
+        return program_args(self.commands.get(service, []), SERVER_MODULE)
+
+    def router_args(self) -> list[str] | None:
+        router = self.topology.router
+        return program_args(self.commands.get(router.name, []), ROUTER_MODULE) if router else None
+
+    def write(self) -> Path:
+        """The env file and each server's extra environment file, under run_dir; returns the env file."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for service, env in self.role_env.items():
+            _write_env_file(self.run_dir / f"{service}.env", env, (service, "env"), self.source_name)
+        _write_env_file(self.env_file, self.env, ("(rendered)",), self.source_name)
+        return self.env_file
+
+    def stack(self):
+        from bundle.stack.docker import Stack
+
+        return Stack(self.project, list(self.compose_files), self.env_file, profiles=list(self.profiles))
+
+    def compose_command(self) -> str:
+        files = " ".join(f"-f {f}" for f in self.compose_files)
+        profiles = "".join(f" --profile {p}" for p in self.profiles)
+        return f"docker compose -p {self.project} --env-file {self.env_file} {files}{profiles}"
+
+
+def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal: bool = False,
+           extra_env: dict[str, str] | None = None) -> Rendered:
+    """Every variable topology's compose file reads, from the config; `extra_env` (the rehearsal's
+    values, a test's overrides) wins. Reads the compose files; writes nothing."""
+    project = dep.project_name(topology.name)
+    run_dir = paths.runs_dir() / project
+    roles = dep.roles(topology)
+    env = {
+        "COMPOSE_PROJECT_NAME": project,
+        "BUNDLE_TOPOLOGY": topology.name,
+        "BUNDLE_IMAGE": dep.image_ref or image,
+        "BUNDLE_LOCK_HASH": lock_hash,
+        "JIT_CACHE_VOLUME": f"{dep.project}-jit-{lock_hash}",
+        "MODEL_HOST_PATH": str(Path(dep.model_path).expanduser()),
+        "SERVED_MODEL_NAME": dep.served_name,
+        "HOST_ADDRESS": dep.network.host_address,
+        "FRONT_PORT": str(dep.network.front_port),
+        "WORKER_PORT": str(dep.network.worker_port),
+        "API_KEY_FILE": dep.api_key_file or NO_FILE,
+        **levers.environment(dep.levers),
+        **_lifecycle_env(dep),
+    }
+    role_env = {}
+    for role in roles:
+        env.update(_server_env(dep, topology, role, roles))
+        if role.env:
+            role_env[role.name] = dict(role.env)
+        env[f"{role.service.env_prefix}_ENV_FILE"] = str(run_dir / f"{role.name}.env") if role.env else NO_FILE
+    router = dep.router(topology)
+    if router is not None:
+        env.update(_router_env(router, dep.source.name))
+    if topology.name == "pd":
+        env.update({"PD_TRANSFER_BACKEND": dep.pd.transfer_backend,
+                    "PD_BOOTSTRAP_PORT": str(dep.pd.bootstrap_port),
+                    "KV_TRANSFER_TIMEOUT_SECS": str(dep.pd.kv_transfer_timeout_secs)})
+    if topology.max_replicas > 1:
+        # The router's --worker-urls: one URL per replica `up` starts.
+        env["DP_WORKER_URLS"] = " ".join(f"http://{role.name}:{dep.network.worker_port}" for role in roles)
+    profiles = topology.profiles_for(dep.replicas(topology))
+    if profiles:
+        env["COMPOSE_PROFILES"] = ",".join(profiles)  # so plain `docker compose --env-file` agrees
+    env.update(extra_env or {})
+    files = tuple(topology.compose_files(rehearsal=rehearsal))
+    services = up_services(files, profiles)
+    return Rendered(topology=topology, project=project, env=env, compose_files=files,
+                    profiles=tuple(profiles),
+                    commands={name: split_command(template, env) for name, template in services.items()},
+                    templates=services, run_dir=run_dir, role_env=role_env, source_name=dep.source.name)
 
 
 def _gpu_list(gpus) -> str:
     return ",".join(str(g) for g in gpus)
 
 
-def _duration_env(dep: Deployment) -> dict[str, str]:
-    health, life = dep.raw["health"], dep.raw["lifecycle"]
+def _server_env(dep: Deployment, topology: Topology, role: Role, roles: list[Role]) -> dict[str, str]:
+    """One server's variables: TP size, GPU placement, extra args (the levers' flags first)."""
+    if topology.gpu_visibility == "union" and dep.pd.share_gpus:
+        # Every server sees the union and picks its own GPUs with --base-gpu-id (CUDA IPC between them).
+        visible = sorted({g for r in roles for g in r.gpus})
+        base = visible.index(min(role.gpus))
+    else:
+        visible, base = sorted(role.gpus), 0  # the container sees only its own GPUs
+    prefix = role.service.env_prefix
+    args = levers.server_args(dep.levers) + list(role.extra_args)
     return {
-        "HEALTH_START_PERIOD": health["start_period"],
-        "HEALTH_INTERVAL": health["interval"],
-        "HEALTH_TIMEOUT": health["timeout"],
-        "HEALTH_RETRIES": str(health["retries"]),
-        "WORKER_RESTART_POLICY": life["restart"],
-        "STOP_GRACE_PERIOD": life["stop_grace_period"],
+        f"{prefix}_TP_SIZE": str(role.tp_size),
+        f"{prefix}_VISIBLE_GPUS": _gpu_list(visible),
+        f"{prefix}_BASE_GPU_ID": str(base),
+        f"{prefix}_EXTRA_ARGS": shell_join(args, role.key_path + ("extra_args",), dep.source.name),
     }
 
 
-def _router_env(dep: Deployment) -> dict[str, str]:
-    router = dep.raw["pd"]["router"]
+def _lifecycle_env(dep: Deployment) -> dict[str, str]:
+    health, life = dep.health, dep.lifecycle
+    return {
+        "HEALTH_START_PERIOD": health.start_period,
+        "HEALTH_INTERVAL": health.interval,
+        "HEALTH_TIMEOUT": health.timeout,
+        "HEALTH_RETRIES": str(health.retries),
+        "WORKER_RESTART_POLICY": life.restart,
+        "STOP_GRACE_PERIOD": life.stop_grace_period,
+    }
+
+
+def _router_env(router: RouterSection, source: str) -> dict[str, str]:
     return {
         "ROUTER_PORT": str(ROUTER_PORT),
-        "ROUTER_POLICY": router["policy"],
-        "ROUTER_HEALTH_CHECK_INTERVAL_SECS": str(router["health_check_interval_secs"]),
-        "ROUTER_HEALTH_CHECK_TIMEOUT_SECS": str(router["health_check_timeout_secs"]),
-        "ROUTER_HEALTH_FAILURE_THRESHOLD": str(router["health_failure_threshold"]),
-        "ROUTER_HEALTH_SUCCESS_THRESHOLD": str(router["health_success_threshold"]),
-        "ROUTER_REQUEST_TIMEOUT_SECS": str(router["request_timeout_secs"]),
-        "ROUTER_WORKER_STARTUP_TIMEOUT_SECS": str(router["worker_startup_timeout_secs"]),
-        "ROUTER_RETRY_MAX_RETRIES": str(router["retry_max_retries"]),
-        "ROUTER_CB_FAILURE_THRESHOLD": str(router["cb_failure_threshold"]),
-        "ROUTER_CB_TIMEOUT_SECS": str(router["cb_timeout_secs"]),
-        "ROUTER_SHUTDOWN_GRACE_SECS": str(router["shutdown_grace_secs"]),
+        "ROUTER_POLICY": router.policy,
+        "ROUTER_HEALTH_CHECK_INTERVAL_SECS": str(router.health_check_interval_secs),
+        "ROUTER_HEALTH_CHECK_TIMEOUT_SECS": str(router.health_check_timeout_secs),
+        "ROUTER_HEALTH_FAILURE_THRESHOLD": str(router.health_failure_threshold),
+        "ROUTER_HEALTH_SUCCESS_THRESHOLD": str(router.health_success_threshold),
+        "ROUTER_REQUEST_TIMEOUT_SECS": str(router.request_timeout_secs),
+        "ROUTER_WORKER_STARTUP_TIMEOUT_SECS": str(router.worker_startup_timeout_secs),
+        "ROUTER_RETRY_MAX_RETRIES": str(router.retry_max_retries),
+        "ROUTER_CB_FAILURE_THRESHOLD": str(router.cb_failure_threshold),
+        "ROUTER_CB_TIMEOUT_SECS": str(router.cb_timeout_secs),
+        "ROUTER_SHUTDOWN_GRACE_SECS": str(router.shutdown_grace_secs),
         # The router's container must outlive its own drain.
-        "ROUTER_STOP_GRACE_PERIOD": f"{router['shutdown_grace_secs'] + 15}s",
-        "ROUTER_EXTRA_ARGS": shell_join(router["extra_args"], ("pd", "router", "extra_args")),
+        "ROUTER_STOP_GRACE_PERIOD": f"{router.shutdown_grace_secs + 15}s",
+        "ROUTER_EXTRA_ARGS": shell_join(router.extra_args, router.key_path + ("extra_args",), source),
     }
 
 
-def shell_join(tokens, key_path: tuple) -> str:
+def shell_join(tokens, key_path: tuple, source: str = "bundle.yaml") -> str:
     """Tokens -> one string that compose's shell-style split turns back into the same tokens.
 
     Tokens that need quoting get double quotes (JSON values keep their inner quotes escaped), so
@@ -82,10 +188,10 @@ def shell_join(tokens, key_path: tuple) -> str:
         if "$" in token:
             # compose would interpolate it; "$$" is how a compose file spells a literal dollar.
             raise ConfigError([f"{where}: {token!r} contains '$', which compose would expand; "
-                               f"write $$ for a literal dollar sign"], source="bundle.yaml")
+                               f"write $$ for a literal dollar sign"], source=source)
         if "'" in token or "\n" in token:
             raise ConfigError([f"{where}: {token!r}: single quotes and newlines cannot pass through "
-                               f"compose's env file; use double quotes"], source="bundle.yaml")
+                               f"compose's env file; use double quotes"], source=source)
         if token and all(c.isalnum() or c in "-_.,:/=+@%" for c in token):
             out.append(token)
         else:
@@ -94,146 +200,32 @@ def shell_join(tokens, key_path: tuple) -> str:
     return " ".join(out)
 
 
-def role_variables(dep: Deployment, topology: str) -> dict[str, str]:
-    """Per-server variables: TP size, GPU placement, extra args (levers' flags first)."""
-    lever_args = levers.server_args(dep.levers)
-    env: dict[str, str] = {}
-    if topology == "tp4":
-        role = dep.roles("tp4")[0]
-        env.update({
-            "TP4_TP_SIZE": str(role.tp_size),
-            "TP4_VISIBLE_GPUS": _gpu_list(role.gpus),
-            "TP4_BASE_GPU_ID": "0",  # the container sees only its own GPUs
-            "TP4_EXTRA_ARGS": shell_join(lever_args + list(role.extra_args), role.key_path + ("extra_args",)),
-        })
-        return env
-    pd = dep.raw["pd"]
-    prefill, decode = dep.roles("pd")
-    union = sorted(set(prefill.gpus) | set(decode.gpus))
-    for role in (prefill, decode):
-        prefix = f"PD_{role.name.upper()}"
-        if pd["share_gpus"]:
-            visible, base = union, union.index(min(role.gpus))
-        else:
-            visible, base = sorted(role.gpus), 0
-        env.update({
-            f"{prefix}_TP_SIZE": str(role.tp_size),
-            f"{prefix}_VISIBLE_GPUS": _gpu_list(visible),
-            f"{prefix}_BASE_GPU_ID": str(base),
-            f"{prefix}_EXTRA_ARGS": shell_join(lever_args + list(role.extra_args),
-                                               role.key_path + ("extra_args",)),
-        })
-    env.update({
-        "PD_TRANSFER_BACKEND": pd["transfer_backend"],
-        "PD_BOOTSTRAP_PORT": str(pd["bootstrap_port"]),
-        "KV_TRANSFER_TIMEOUT_SECS": str(pd["kv_transfer_timeout_secs"]),
-    })
-    env.update(_router_env(dep))
-    return env
-
-
-def environment(dep: Deployment, topology: str, *, image: str | None = None,
-                lock_hash: str | None = None) -> dict[str, str]:
-    """Every variable compose/<topology>.yaml reads, from the config (and the lock for image/hash)."""
-    if image is None or lock_hash is None:
-        from bundle.images.lock import load_lock
-
-        lock = load_lock()
-        lock_hash = lock_hash or lock.hash
-        image = image or dep.raw["image"]["ref"] or lock.image_ref
-    net = dep.network
-    env = {
-        "COMPOSE_PROJECT_NAME": dep.project_name(topology),
-        "BUNDLE_TOPOLOGY": topology,
-        "BUNDLE_IMAGE": image,
-        "BUNDLE_LOCK_HASH": lock_hash,
-        "JIT_CACHE_VOLUME": f"{dep.project}-jit-{lock_hash}",
-        "MODEL_HOST_PATH": str(Path(dep.model_path).expanduser()),
-        "SERVED_MODEL_NAME": dep.served_name,
-        "HOST_ADDRESS": net["host_address"],
-        "FRONT_PORT": str(net["front_port"]),
-        "WORKER_PORT": str(net["worker_port"]),
-        "API_KEY_FILE": dep.api_key_file or NO_FILE,
-    }
-    env.update(levers.environment(dep.levers))
-    env.update(_duration_env(dep))
-    env.update(role_variables(dep, topology))
-    return env
-
-
-@dataclass
-class Rendered:
-    """What one topology's compose run is made of, written under runs/<project>/."""
-
-    topology: str
-    project: str
-    env: dict[str, str]
-    env_file: Path
-    compose_files: list[Path]
-    role_env_files: dict[str, Path] = field(default_factory=dict)
-
-    def stack(self):
-        from bundle.stack.docker import Stack
-
-        return Stack(self.project, self.compose_files, self.env_file)
-
-    def compose_command(self) -> str:
-        files = " ".join(f"-f {f}" for f in self.compose_files)
-        return f"docker compose -p {self.project} --env-file {self.env_file} {files}"
-
-
-_ROLE_ENV_VARIABLE = {"tp4": "TP4_ENV_FILE", "prefill": "PD_PREFILL_ENV_FILE",
-                      "decode": "PD_DECODE_ENV_FILE"}
-
-
-def render(dep: Deployment, topology: str, *, rehearsal: bool = False, run_dir: Path | None = None,
-           extra_env: dict[str, str] | None = None, image: str | None = None,
-           lock_hash: str | None = None) -> Rendered:
-    """Write the env file (and per-server extra environment files) and return what compose needs."""
-    env = environment(dep, topology, image=image, lock_hash=lock_hash)
-    env.update(extra_env or {})
-    project = env["COMPOSE_PROJECT_NAME"]
-    run_dir = Path(run_dir or paths.runs_dir() / project)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    role_files = {}
-    for role in dep.roles(topology):
-        variable = _ROLE_ENV_VARIABLE[role.name]
-        if role.env:
-            path = run_dir / f"{role.name}.env"
-            write_env_file(path, role.env, role.key_path + ("env",))
-            role_files[role.name] = path
-            env[variable] = str(path)
-        else:
-            env[variable] = NO_FILE
-    env_file = run_dir / ENV_FILE_NAME
-    write_env_file(env_file, env, ("(rendered)",))
-    return Rendered(topology=topology, project=project, env=env, env_file=env_file,
-                    compose_files=compose_files(topology, rehearsal=rehearsal), role_env_files=role_files)
-
-
-def env_file_text(env: dict[str, str], key_path: tuple) -> str:
-    lines = ["# Written by `bundle render`; compose reads it with --env-file. Do not edit: edit bundle.yaml."]
+def env_file_text(env: dict[str, str], key_path: tuple, source: str = "bundle.yaml") -> str:
+    lines = ["# Written by `bundle render`/`bundle launch`; compose reads it with --env-file. Do not edit: "
+             "edit bundle.yaml."]
     for name in sorted(env):
-        lines.append(f"{name}={_quote_env_value(str(env[name]), key_path + (name,))}")
+        lines.append(f"{name}={_quote_env_value(str(env[name]), key_path + (name,), source)}")
     return "\n".join(lines) + "\n"
 
 
-def write_env_file(path: Path, env: dict[str, str], key_path: tuple) -> None:
-    path.write_text(env_file_text(env, key_path))
+def _write_env_file(path: Path, env: dict[str, str], key_path: tuple, source: str) -> None:
+    path.write_text(env_file_text(env, key_path, source))
 
 
-def _quote_env_value(value: str, key_path: tuple) -> str:
+def _quote_env_value(value: str, key_path: tuple, source: str) -> str:
     # compose's env-file reader takes single-quoted values literally (no $ expansion, no escapes).
     if "'" not in value and "\n" not in value:
         return f"'{value}'"
     if not any(c in value for c in '"$\\\n'):
         return f'"{value}"'
     raise ConfigError([f"{'.'.join(map(str, key_path))}: a value may contain single quotes or one of "
-                       f"\" $ \\ and newlines, not both; simplify {value!r}"], source="bundle.yaml")
+                       f"\" $ \\ and newlines, not both; simplify {value!r}"], source=source)
 
 
-def resolved_commands(rendered_env: dict[str, str], files: list[Path]) -> dict[str, list[str]]:
-    """Each service's argv as compose will resolve it (fast path; compose's own view is `config`)."""
+def up_services(files, profiles=()) -> dict[str, str | list]:
+    """Each service `up` starts with `profiles` active -> its `command:` as the files spell it (the
+    last file that sets it wins, as in compose). A contract test compares the resolved commands
+    with `docker compose config`."""
     services: dict[str, dict] = {}
     for path in files:
         data = yaml.safe_load(Path(path).read_text()) or {}
@@ -244,9 +236,11 @@ def resolved_commands(rendered_env: dict[str, str], files: list[Path]) -> dict[s
             for key in ("command", "profiles"):
                 if key in service:
                     merged[key] = service[key]
-    # Services behind a profile (the bench tool) are not part of `up`, as compose config shows.
-    return {name: split_command(s["command"], rendered_env) for name, s in services.items()
-            if "command" in s and not s.get("profiles")}
+    active = set(profiles)
+    # A service behind a profile (the bench tool, dp's optional replicas) is part of `up` only when
+    # one of its profiles is active.
+    return {name: s["command"] for name, s in services.items()
+            if "command" in s and (not s.get("profiles") or active & set(s["profiles"]))}
 
 
 def program_args(argv: list[str], module: str) -> list[str] | None:

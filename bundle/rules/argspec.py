@@ -1,4 +1,4 @@
-"""Snapshots of the pinned SGLang's and sglang-router's own argument parsers, for fast checks.
+"""Snapshots of the pinned SGLang's and smg's (the router's) own argument parsers, for fast checks.
 
 Importing sglang's ServerArgs takes seconds (it imports torch) and needs the whole Python stack, so
 `bundle validate` cannot call it on every run. Instead `python -m bundle.rules.argspec --write` records
@@ -18,10 +18,12 @@ from functools import lru_cache
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent / "parsers"
+SERVER_SPEC = "sglang-server"
+ROUTER_SPEC = "smg"
 SPECS = {
     # name -> (file, how to get the real parser)
     "sglang-server": DATA_DIR / "sglang-server-args.json",
-    "sglang-router": DATA_DIR / "sglang-router-args.json",
+    "smg": DATA_DIR / "smg-args.json",
 }
 _SIMPLE_TYPES = {int: "int", float: "float", str: "str"}
 
@@ -36,16 +38,17 @@ class _RaisingParser(argparse.ArgumentParser):
 
 
 def real_parser(name: str) -> argparse.ArgumentParser:
-    """The pinned package's own parser (imports sglang / sglang_router: slow, needs them installed)."""
+    """The pinned package's own parser (imports sglang / smg: slow, needs them installed)."""
     parser = _RaisingParser(prog=name, add_help=False)
     if name == "sglang-server":
         from sglang.srt.server_args import ServerArgs
 
         ServerArgs.add_cli_args(parser)
-    elif name == "sglang-router":
-        from sglang_router.router_args import RouterArgs
+    elif name == "smg":
+        from smg.router_args import RouterArgs
 
-        RouterArgs.add_cli_args(parser)
+        # What `python -m smg.launch_router` (and `smg launch`) parse with: no --router- prefix.
+        RouterArgs.add_cli_args(parser, use_router_prefix=False)
     else:
         raise KeyError(name)
     return parser
@@ -139,8 +142,8 @@ def _installed_version(distribution: str) -> str:
 
 
 def write_specs() -> None:
-    """Regenerate bundle/rules/parsers/*.json from the installed (pinned) sglang and sglang-router."""
-    for name, dist in (("sglang-server", "sglang"), ("sglang-router", "sglang-router")):
+    """Regenerate bundle/rules/parsers/*.json from the installed (pinned) sglang and smg."""
+    for name, dist in (("sglang-server", "sglang"), ("smg", "smg")):
         spec = spec_from_parser(real_parser(name), package_version=_installed_version(dist))
         SPECS[name].write_text(json.dumps(spec, indent=1) + "\n")
         print(f"wrote {SPECS[name]} ({len(spec['options'])} options, {dist} {spec['version']})")

@@ -1,23 +1,27 @@
-"""Semantic rules over a schema-valid Deployment: the mistakes that would otherwise cost a user ten
-minutes of weight loading. All problems are collected in one pass; warnings do not stop a launch.
+"""Semantic rules over a schema-valid Deployment and what render made of it: the mistakes that would
+otherwise cost a user ten minutes of weight loading. All problems are collected in one pass;
+warnings do not stop a launch.
 
-Server and router command lines are resolved from the compose files exactly as compose will run
-them (bundle.interpolate) and parsed by snapshots of the pinned SGLang's and sglang-router's own
-parsers (bundle.argspec).
+The rules take the one render of the command: its server and router command lines are exactly what
+compose will run, and snapshots of the pinned SGLang's and router's own parsers (bundle.rules.argspec)
+check them.
 """
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundle.rules import argspec
 from bundle.config import levers
-from bundle.rules.cmdline import option_value
-from bundle.config.loader import Deployment
-from bundle.errors import ConfigError
-from bundle.render.compose import ROUTER_MODULE, SERVER_MODULE, compose_files, environment, program_args, resolved_commands
+from bundle.config.model import Deployment, Role
 from bundle.config.source import format_path
+from bundle.errors import ConfigError
+from bundle.rules import argspec
+from bundle.rules.cmdline import option_value
+
+Error = Callable[[tuple, str], None]
 
 
 @dataclass
@@ -30,92 +34,114 @@ class Findings:
             raise ConfigError(self.errors, source=source)
 
 
-def check(dep: Deployment, topology: str, *, require_model: bool = False,
-          env: dict[str, str] | None = None) -> Findings:
-    """Every semantic rule for `topology`; `require_model` turns a missing model into an error."""
+def check(dep: Deployment, rendered, *, require_model: bool = False) -> Findings:
+    """Every semantic rule for the rendered topology; `require_model` turns a missing model into an error."""
     found = Findings()
     where = dep.source.where
 
     def error(path: tuple, text: str) -> None:
         found.errors.append(f"{where(path)}: {format_path(path)}: {text}")
 
+    topology = rendered.topology
     roles = dep.roles(topology)
-    for role in roles:
-        _check_gpus(role, error)
-    if topology == "pd":
+    if topology.max_replicas > 1:
+        _check_replicas(dep, topology, error)
+    else:
+        for role in roles:
+            _check_gpus(role, error)
+    if topology.name == "pd":
         _check_pd(dep, roles, error)
-    _check_managed_flags(dep, topology, roles, error)
+    _check_managed_flags(dep, rendered, roles, error)
     _check_model(dep, found, require_model)
     _check_api_key_file(dep, error)
     if not found.errors:
-        # Only worth resolving command lines once the pieces they are made of are sound.
-        _check_command_lines(dep, topology, env, error)
+        # Only worth parsing command lines once the pieces they are made of are sound.
+        _check_command_lines(dep, rendered, roles, error)
     return found
 
 
-def _check_gpus(role, error) -> None:
+def _consecutive(gpus) -> bool:
+    return sorted(gpus) == list(range(min(gpus), min(gpus) + len(gpus)))
+
+
+def _check_gpus(role: Role, error: Error) -> None:
     gpus = list(role.gpus)
     if len(gpus) != role.tp_size:
         error(role.key_path + ("gpus",),
               f"{len(gpus)} GPUs {gpus} but tp_size is {role.tp_size}; list exactly {role.tp_size} GPUs "
               f"or set tp_size: {len(gpus)}")
-    if sorted(gpus) != list(range(min(gpus), min(gpus) + len(gpus))):
+    if not _consecutive(gpus):
         error(role.key_path + ("gpus",),
               f"GPUs {gpus} are not consecutive; SGLang places its ranks on --base-gpu-id, +1, +2, ...: "
               f"use a consecutive range such as {list(range(min(gpus), min(gpus) + len(gpus)))}")
 
 
-def _check_pd(dep: Deployment, roles, error) -> None:
+def _check_replicas(dep: Deployment, topology, error: Error) -> None:
+    dp = dep.dp
+    gpus, want = list(dp.gpus), dp.replicas * dp.tp_size
+    if dp.replicas > topology.max_replicas:
+        error(("dp", "replicas"), f"{dp.replicas} replicas, but compose/{topology.name}.yaml defines "
+                                  f"{topology.max_replicas}; use at most {topology.max_replicas}")
+    if len(gpus) != want:
+        error(("dp", "gpus"), f"{len(gpus)} GPUs {gpus} for {dp.replicas} replicas of tp_size {dp.tp_size}; "
+                              f"list exactly {want} GPUs (replica i takes the i-th {dp.tp_size}) or change "
+                              f"dp.replicas / dp.tp_size")
+    for i in range(dp.replicas):
+        group = list(dp.replica_gpus(i))
+        if group and not _consecutive(group):
+            error(("dp", "gpus"), f"replica-{i} gets GPUs {group}, which are not consecutive; SGLang places "
+                                  f"its ranks on --base-gpu-id, +1, ...: order dp.gpus so each group of "
+                                  f"{dp.tp_size} is a consecutive range")
+
+
+def _check_pd(dep: Deployment, roles: list[Role], error: Error) -> None:
     prefill, decode = roles
     shared = sorted(set(prefill.gpus) & set(decode.gpus))
     if shared:
         error(("pd", "decode", "gpus"),
               f"GPUs {shared} are given to both prefill (pd.prefill.gpus) and decode; "
               f"the two servers need disjoint GPU sets")
-    pd = dep.raw["pd"]
-    if pd["bootstrap_port"] == dep.network["worker_port"]:
+    if dep.pd.bootstrap_port == dep.network.worker_port:
         error(("pd", "bootstrap_port"),
-              f"{pd['bootstrap_port']} is also network.worker_port; prefill listens on both, "
+              f"{dep.pd.bootstrap_port} is also network.worker_port; prefill listens on both, "
               f"so they must differ (SGLang's default bootstrap port is 8998)")
 
 
-def _managed_flags(dep: Deployment, topology: str) -> dict[str, set[str]]:
-    """Flags the compose files or the levers already set, per program: extra_args may not repeat them."""
-    env = environment(dep, topology, image="x", lock_hash="x")
-    for name in list(env):
-        if name.endswith("_EXTRA_ARGS"):
-            env[name] = ""
-    server, router = set(levers.MTP_ARGS + levers.EAGER_ARGS + levers.PCIE_SAFE_ARGS), set()
-    for argv in resolved_commands(env, compose_files(topology)).values():
-        args = program_args(argv, SERVER_MODULE)
-        if args is not None:
-            server |= {a for a in args if a.startswith("--")}
-        args = program_args(argv, ROUTER_MODULE)
-        if args is not None:
-            router |= {a for a in args if a.startswith("--")}
-    server.add("--api-key")
-    router.add("--api-key")
-
-    def with_aliases(flags: set[str], spec: str) -> set[str]:
-        known = argspec.aliases(spec)
-        return {alias for f in flags for alias in known.get(f, (f,))}
-
-    return {"sglang-server": with_aliases(server, "sglang-server"),
-            "sglang-router": with_aliases(router, "sglang-router")}
+def _template_flags(template) -> set[str]:
+    """The flags a compose `command:` spells out itself (not those that come in through a variable)."""
+    tokens = template if isinstance(template, list) else shlex.split(template)
+    return {t for t in tokens if t.startswith("--")}
 
 
-def _check_managed_flags(dep: Deployment, topology: str, roles, error) -> None:
-    managed = _managed_flags(dep, topology)
-    lists = [(role.key_path + ("extra_args",), role.extra_args, "sglang-server") for role in roles]
-    if topology == "pd":
-        lists.append((("pd", "router", "extra_args"), dep.raw["pd"]["router"]["extra_args"], "sglang-router"))
-    for path, tokens, spec in lists:
+def _with_aliases(flags: set[str], spec: str) -> set[str]:
+    known = argspec.aliases(spec)
+    return {alias for f in flags for alias in known.get(f, (f,))}
+
+
+def _check_managed_flags(dep: Deployment, rendered, roles: list[Role], error: Error) -> None:
+    """extra_args may not repeat a flag the compose file or a lever already sets."""
+    lever_flags = {a for a in levers.MTP_ARGS + levers.EAGER_ARGS + levers.PCIE_SAFE_ARGS if a.startswith("--")}
+    lists = []
+    for role in roles:
+        managed = _template_flags(rendered.templates.get(role.name, "")) | lever_flags | {"--api-key"}
+        lists.append((role.key_path + ("extra_args",), role.extra_args,
+                      _with_aliases(managed, argspec.SERVER_SPEC)))
+    router = dep.router(rendered.topology)
+    if router is not None:
+        managed = _template_flags(rendered.templates.get(rendered.topology.router.name, "")) | {"--api-key"}
+        lists.append((router.key_path + ("extra_args",), router.extra_args,
+                      _with_aliases(managed, argspec.ROUTER_SPEC)))
+    seen = set()
+    for path, tokens, managed in lists:
+        if path in seen:  # dp's replicas share one extra_args
+            continue
+        seen.add(path)
         for index, token in enumerate(tokens):
             flag = str(token).split("=", 1)[0]
-            if flag in managed[spec]:
+            if flag in managed:
                 error(path + (index,),
                       f"{flag} is set by the bundle itself (from model:, network:, levers:, tp_size, gpus "
-                      f"or pd:); change that key instead of passing the flag")
+                      f"or the topology's section); change that key instead of passing the flag")
 
 
 def _check_model(dep: Deployment, found: Findings, required: bool) -> None:
@@ -133,7 +159,7 @@ def _check_model(dep: Deployment, found: Findings, required: bool) -> None:
         found.warnings.append(text + " (fine if the model lives only on the GPU host)")
 
 
-def _check_api_key_file(dep: Deployment, error) -> None:
+def _check_api_key_file(dep: Deployment, error: Error) -> None:
     path = dep.api_key_file
     if path is None:
         return
@@ -145,29 +171,27 @@ def _check_api_key_file(dep: Deployment, error) -> None:
         error(("api_key_file",), f"{path} is empty; write the key into it or set api_key_file: null")
 
 
-def _check_command_lines(dep: Deployment, topology: str, env: dict[str, str] | None, error) -> None:
-    env = env or environment(dep, topology, image="x", lock_hash="x")
-    roles = {role.name: role for role in dep.roles(topology)}
-    service_role = {"server": "tp4", "prefill": "prefill", "decode": "decode"}
+def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Error) -> None:
     prefill_bootstrap = None
-    router_args = None
-    for service, argv in resolved_commands(env, compose_files(topology)).items():
-        server_args = program_args(argv, SERVER_MODULE)
-        if server_args is not None:
-            role = roles[service_role[service]]
-            problem = argspec.check_arguments("sglang-server", server_args)
-            if problem:
-                error(role.key_path + ("extra_args",),
-                      f"the {service} command line is rejected by SGLang's parser: {problem}")
-            if service == "prefill":
-                prefill_bootstrap = option_value(server_args, "--disaggregation-bootstrap-port")
-        args = program_args(argv, ROUTER_MODULE)
-        if args is not None:
-            router_args = args
-            problem = argspec.check_arguments("sglang-router", args)
-            if problem:
-                error(("pd", "router", "extra_args"),
-                      f"the router command line is rejected by sglang-router's parser: {problem}")
+    reported = set()
+    for role in roles:
+        args = rendered.server_args(role.name)
+        if args is None:
+            continue
+        problem = argspec.check_arguments(argspec.SERVER_SPEC, args)
+        if problem and role.key_path not in reported:
+            reported.add(role.key_path)
+            error(role.key_path + ("extra_args",),
+                  f"the {role.name} command line is rejected by SGLang's parser: {problem}")
+        if role.service.role == "prefill":
+            prefill_bootstrap = option_value(args, "--disaggregation-bootstrap-port")
+    router_args = rendered.router_args()
+    router = dep.router(rendered.topology)
+    if router_args is not None:
+        problem = argspec.check_arguments(argspec.ROUTER_SPEC, router_args)
+        if problem:
+            error(router.key_path + ("extra_args",),
+                  f"the router command line is rejected by the router's parser: {problem}")
     if router_args is not None and prefill_bootstrap is not None:
         router_bootstrap = _router_prefill_bootstrap(router_args)
         if router_bootstrap != prefill_bootstrap:

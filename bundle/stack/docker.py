@@ -17,11 +17,6 @@ from python_on_whales.exceptions import DockerException
 
 from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
 
-# Every container, network and volume the bundle creates carries this label (set in compose/*.yaml),
-# so status/down find exactly ours and nothing else on the host.
-BUNDLE_LABEL = "io.sglang-bundle.topology"
-
-
 def _debug() -> bool:
     return os.environ.get("BUNDLE_DEBUG") == "1"
 
@@ -115,15 +110,6 @@ class Stack:
         self._call("down", self._docker.compose.down, remove_orphans=True, volumes=volumes,
                    timeout=timeout, quiet=True)
 
-    def stop(self, services: list[str] | None = None) -> None:
-        self._call("stop", self._docker.compose.stop, services or None)
-
-    def kill(self, services: list[str], signal: str = "SIGKILL") -> None:
-        self._call("kill", self._docker.compose.kill, services, signal=signal)
-
-    def restart(self, services: list[str]) -> None:
-        self._call("restart", self._docker.compose.restart, services)
-
     def states(self) -> list[ContainerState]:
         """Every container of the project, stopped ones too."""
         containers = self._call("ps", self._docker.compose.ps, all=True)
@@ -140,6 +126,29 @@ class Stack:
             return self._docker.container.logs(container_name, timestamps=True)
         except DockerException as exc:
             return f"(logs unavailable: {_first_line(exc.stderr)})"
+
+    def container_log_lines(self, container_name: str, *, since: str | None = None) -> list[tuple[str, str]]:
+        """(timestamp, line) for each line logged after `since` (a timestamp this returned before).
+
+        `docker logs --since` counts whole microseconds and includes its bound, so lines at or
+        before `since` are dropped here: each line is seen once, and a poll costs only what is new.
+        """
+        from datetime import datetime
+
+        kwargs = {}
+        if since:
+            kwargs["since"] = datetime.fromisoformat(since[:26].rstrip("Z") + "+00:00")
+        try:
+            text = self._docker.container.logs(container_name, timestamps=True, **kwargs)
+        except DockerException:
+            return []
+        out = []
+        for raw in text.splitlines():
+            stamp, _, line = raw.partition(" ")
+            if since and stamp <= since:
+                continue
+            out.append((stamp, line))
+        return out
 
     def exec(self, service: str, command: list[str], *, env: dict[str, str] | None = None) -> str:
         return self._call("exec", self._docker.compose.execute, service, command, tty=False,
@@ -224,15 +233,6 @@ def project_containers(project: str) -> list[str]:
 
 def image_exists(ref: str) -> bool:
     return client().image.exists(ref)
-
-
-def projects_with_label(label: str = BUNDLE_LABEL) -> list[str]:
-    """Compose project names of every bundle container on the host, running or not."""
-    try:
-        containers = client().container.list(all=True, filters=[("label", label)])
-    except DockerException:
-        return []
-    return sorted({c.config.labels.get("com.docker.compose.project", "") for c in containers} - {""})
 
 
 # ---- engine facts for `bundle doctor` ----

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import requests
 
-from bundle.config.loader import Deployment
+from bundle.config.model import Deployment
+from bundle.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,7 @@ class FrontDoor:
     url: str  # http://HOST:PORT, as a client on this host reaches it
     model: str  # the served model name
     api_key: str | None = field(default=None, repr=False)
+    readiness_path: str = "/health"  # the router's /readiness, or the lone server's /health
 
     @property
     def headers(self) -> dict[str, str]:
@@ -40,8 +42,8 @@ class FrontDoor:
         return f"curl -s {self.url}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d '{body}'"
 
 
-def front_door(dep: Deployment) -> FrontDoor:
-    host = dep.network["host_address"]
+def front_door(dep: Deployment, topology: Topology) -> FrontDoor:
+    host = dep.network.host_address
     # A server bound to every interface is reached from this host on loopback.
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
@@ -50,4 +52,5 @@ def front_door(dep: Deployment) -> FrontDoor:
     key = None
     if dep.api_key_file:
         key = Path(dep.api_key_file).read_text().strip() or None
-    return FrontDoor(url=f"http://{host}:{dep.network['front_port']}", model=dep.served_name, api_key=key)
+    return FrontDoor(url=f"http://{host}:{dep.network.front_port}", model=dep.served_name, api_key=key,
+                     readiness_path=topology.readiness_path)

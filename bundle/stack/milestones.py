@@ -24,15 +24,23 @@ FATAL_PATTERNS = re.compile(
 )
 
 
-def latest(log_text: str, milestones) -> str | None:
-    """The furthest milestone present in the log, or None."""
-    reached = None
-    for name, pattern in milestones:
-        if pattern.search(log_text):
-            reached = name
-    return reached
+# Terminal colours and cursor moves (the router logs in colour): never part of a headline.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
 
-def last_fatal_line(log_text: str) -> str | None:
-    lines = [line for line in log_text.splitlines() if FATAL_PATTERNS.search(line)]
-    return lines[-1].strip()[:300] if lines else None
+def reached(line: str, milestones) -> int:
+    """The index of the furthest milestone this one line shows, or -1."""
+    found = -1
+    for index, (_name, pattern) in enumerate(milestones):
+        if pattern.search(line):
+            found = index
+    return found
+
+
+def is_fatal(line: str) -> bool:
+    return bool(FATAL_PATTERNS.search(clean(line)))
+
+
+def clean(line: str) -> str:
+    """The line without escape codes and surrounding space, cut to a headline's length."""
+    return _ANSI.sub("", line).strip()[:300]

@@ -1,24 +1,26 @@
-"""True readiness: every server's /health is 200 (its container healthcheck), the router has paired
-prefill and decode (pd: /readiness), and one real generation came back through the front door.
+"""True readiness: every server's /health is 200 (its container healthcheck), the router has the
+workers it needs (/readiness), and one real generation came back through the front door.
 
-Until then, progress follows each server's log milestones; a container that exits or turns
-unhealthy ends the wait at once with the reason, instead of letting it run to the timeout.
+Until then, progress follows each server's log milestones (only the lines logged since the last
+poll are read); a container that exits or turns unhealthy ends the wait at once, and the headline
+names the first service that failed, its exit code and its last fatal log line.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import requests
 
-from bundle.stack import milestones
 from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
+from bundle.stack import milestones
 from bundle.stack.frontdoor import FrontDoor
+from bundle.topology import ROUTER, TOOL_SERVICE, Topology
 
 POLL_SECONDS = 2.0
-TOOL_SERVICES = {"bench"}
 
 
 @dataclass
@@ -27,6 +29,7 @@ class ServiceView:
     state: str
     health: str
     restarts: int
+    exit_code: int | None
     milestone: str | None
 
     def describe(self) -> str:
@@ -51,26 +54,40 @@ class NotReady(BundleError):
         self.services = services
 
 
-def _views(stack, topology: str, log_cache: dict[str, str]) -> list[ServiceView]:
-    views = []
-    for st in stack.states():
-        if st.service in TOOL_SERVICES:
-            continue
-        text = stack.container_logs(st.name)
-        log_cache[st.service] = text
-        table = milestones.ROUTER_MILESTONES if st.service == "router" else milestones.SERVER_MILESTONES
-        views.append(ServiceView(st.service, st.state, st.health, st.restart_count,
-                                 milestones.latest(text, table)))
-    return sorted(views, key=lambda v: v.service)
+@dataclass
+class _Progress:
+    """What one service's log has shown so far."""
+
+    milestone: int = -1  # index into its milestone table
+    fatal: str | None = None  # its last fatal-looking line, escape codes stripped
 
 
-def _front_door_state(front: FrontDoor, topology: str) -> tuple[bool, str]:
-    path = "/readiness" if topology == "pd" else "/health"
-    try:
-        response = requests.get(front.url + path, headers=front.headers, timeout=10)
-    except requests.RequestException as exc:
-        return False, f"{path}: {type(exc).__name__}"
-    return response.status_code == 200, f"{path}: HTTP {response.status_code}"
+class LogProgress:
+    """Follows every container's log by reading only what was logged since the last poll."""
+
+    def __init__(self, stack):
+        self.stack = stack
+        self._since: dict[str, str] = {}  # container -> timestamp of the last line read
+        self.progress: dict[str, _Progress] = {}
+
+    def update(self, container: str, service: str) -> None:
+        table = milestones.ROUTER_MILESTONES if service == ROUTER else milestones.SERVER_MILESTONES
+        state = self.progress.setdefault(service, _Progress())
+        last = self._since.get(container)
+        for stamp, line in self.stack.container_log_lines(container, since=last):
+            self._since[container] = stamp
+            state.milestone = max(state.milestone, milestones.reached(line, table))
+            if milestones.is_fatal(line):
+                state.fatal = milestones.clean(line)
+
+    def milestone(self, service: str) -> str | None:
+        table = milestones.ROUTER_MILESTONES if service == ROUTER else milestones.SERVER_MILESTONES
+        state = self.progress.get(service)
+        return table[state.milestone][0] if state and state.milestone >= 0 else None
+
+    def fatal(self, service: str) -> str | None:
+        state = self.progress.get(service)
+        return state.fatal if state else None
 
 
 def first_generation(front: FrontDoor, prompt: str, *, timeout: float = 120.0) -> str:
@@ -86,13 +103,20 @@ def first_generation(front: FrontDoor, prompt: str, *, timeout: float = 120.0) -
     return text
 
 
+def front_door_state(front: FrontDoor, *, timeout: float = 10) -> tuple[bool, str]:
+    path = front.readiness_path
+    try:
+        response = requests.get(front.url + path, headers=front.headers, timeout=timeout)
+    except requests.RequestException as exc:
+        return False, f"{path}: {type(exc).__name__}"
+    return response.status_code == 200, f"{path}: HTTP {response.status_code}"
+
+
 class BackgroundUp:
     """`compose up` in a thread: it blocks until depends_on's service_healthy conditions hold
     (minutes of weight loading in pd), and the wait must show progress meanwhile."""
 
     def __init__(self, stack):
-        import threading
-
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(stack,), daemon=True)
         self._thread.start()
@@ -106,50 +130,96 @@ class BackgroundUp:
     def done(self) -> bool:
         return not self._thread.is_alive()
 
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
     def raise_if_failed(self) -> None:
         if self._error is not None:
             raise self._error
 
 
-def wait_ready(stack, topology: str, front: FrontDoor, *, timeout: float, prompt: str,
+@dataclass
+class _Failure:
+    service: str
+    what: str  # "exited", "restarted", "turned unhealthy"
+    exit_code: int | None
+    fatal: str | None
+    milestone: str | None
+
+    def headline(self) -> str:
+        text = f"{self.service} {self.what}"
+        if self.exit_code not in (None, 0) and self.what != "turned unhealthy":
+            text += f" (exit code {self.exit_code})"
+        if self.milestone:
+            text += f" after '{self.milestone}'"
+        return text + (f": {self.fatal}" if self.fatal else "")
+
+
+def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, prompt: str,
                expected_services: set[str], report: Callable[[str], None],
                starting: BackgroundUp | None = None) -> Readiness:
     start = time.monotonic()
     deadline = start + timeout
     last_seen: dict[str, str] = {}
     exited_once: set[str] = set()
-    logs: dict[str, str] = {}
+    restarts: dict[str, int] = {}
+    first_failure: _Failure | None = None
+    logs = LogProgress(stack)
     events: list[str] = []
+    server_names = {s.name for s in topology.servers}
 
     def event(text: str) -> None:
         line = f"[{time.monotonic() - start:6.1f}s] {text}"
         events.append(line)
         report(line)
 
+    def fail(view: ServiceView, what: str) -> NotReady:
+        # A crash of one server usually shows first as its own exit or restart and only later as
+        # the router turning unhealthy: the headline names whoever failed first.
+        cause = first_failure or _Failure(view.service, what, view.exit_code, logs.fatal(view.service),
+                                          view.milestone)
+        text = cause.headline()
+        if cause.service != view.service:
+            text += f" (then {view.service} {what})"
+        return NotReady(text, services=views)
+
     while True:
         if starting is not None:
             starting.raise_if_failed()
-        views = _views(stack, topology, logs)
+        views = []
+        for st in stack.states():
+            if st.service == TOOL_SERVICE:
+                continue
+            logs.update(st.name, st.service)
+            views.append(ServiceView(st.service, st.state, st.health, st.restart_count, st.exit_code,
+                                     logs.milestone(st.service)))
+        views.sort(key=lambda v: v.service)
         for view in views:
             summary = view.describe()
             if last_seen.get(view.service) != summary:
                 last_seen[view.service] = summary
                 event(f"{view.service}: {summary}")
+            if first_failure is None and (view.restarts > restarts.get(view.service, view.restarts)
+                                          or view.state in ("exited", "dead")):
+                first_failure = _Failure(view.service, "exited" if view.state in ("exited", "dead")
+                                         else "crashed and was restarted", view.exit_code,
+                                         logs.fatal(view.service), view.milestone)
+            restarts[view.service] = view.restarts
         missing = expected_services - {v.service for v in views}
         if missing and (starting is None or starting.done()):
             raise NotReady(f"containers never appeared: {', '.join(sorted(missing))}", services=views)
         for view in views:
             if view.health == "unhealthy":
-                raise NotReady(_why(view, logs, "turned unhealthy"), services=views)
+                raise fail(view, "turned unhealthy")
             if view.state in ("exited", "dead"):
                 if view.service in exited_once:  # still down a poll later: no restart is coming
-                    raise NotReady(_why(view, logs, "exited"), services=views)
+                    raise fail(view, "exited")
                 exited_once.add(view.service)
             else:
                 exited_once.discard(view.service)
-        servers_healthy = all(v.health == "healthy" for v in views if v.service != "router")
+        servers_healthy = all(v.health == "healthy" for v in views if v.service in server_names)
         if servers_healthy and not missing:
-            ok, detail = _front_door_state(front, topology)
+            ok, detail = front_door_state(front)
             if last_seen.get("front door") != detail:
                 last_seen["front door"] = detail
                 event(f"front door {front.url}{detail}")
@@ -168,11 +238,3 @@ def wait_ready(stack, topology: str, front: FrontDoor, *, timeout: float, prompt
                            hint="raise lifecycle.launch_timeout (or --timeout) if weights load slowly; "
                                 "the saved logs show where each server stopped")
         time.sleep(POLL_SECONDS)
-
-
-def _why(view: ServiceView, logs: dict[str, str], what: str) -> str:
-    reason = milestones.last_fatal_line(logs.get(view.service, ""))
-    text = f"{view.service} {what}"
-    if view.milestone:
-        text += f" after '{view.milestone}'"
-    return text + (f": {reason}" if reason else "")

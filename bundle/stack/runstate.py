@@ -1,11 +1,12 @@
 """What a launch left behind for the verbs that come after it (status, logs, smoke, bench, down):
-the compose project, its files and env file, written to runs/<project>/launch.json."""
+the compose project, its files, profiles, env file and the rendered variables, written to
+runs/<project>/launch.json. Later verbs read the record, never the env file."""
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from bundle import paths
@@ -24,11 +25,21 @@ class LaunchRecord:
     config: str  # the config file used, or "<embedded defaults>"
     started_at: float
     run_dir: str  # this launch's own folder (logs, attestation)
+    profiles: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # what render gave compose (no secrets)
 
     def stack(self):
         from bundle.stack.docker import Stack
 
-        return Stack(self.project, [Path(f) for f in self.compose_files], Path(self.env_file))
+        return Stack(self.project, [Path(f) for f in self.compose_files], Path(self.env_file),
+                     profiles=list(self.profiles))
+
+    @classmethod
+    def of(cls, rendered, *, rehearsal: bool, config: str, run_dir: Path) -> LaunchRecord:
+        return cls(project=rendered.project, topology=rendered.topology.name,
+                   compose_files=[str(f) for f in rendered.compose_files], env_file=str(rendered.env_file),
+                   rehearsal=rehearsal, config=config, started_at=time.time(), run_dir=str(run_dir),
+                   profiles=list(rendered.profiles), env=dict(rendered.env))
 
 
 def project_dir(project: str) -> Path:
@@ -55,8 +66,25 @@ def load(project: str) -> LaunchRecord:
         raise BundleError(f"{path}: no launch recorded for project {project!r}",
                           hint="launch it first (`bundle launch ...`), or check BUNDLE_RUNS_DIR",
                           exit_code=EXIT_CONFIG)
+    return _read(path)
+
+
+def _read(path: Path) -> LaunchRecord:
     try:
-        return LaunchRecord(**json.loads(path.read_text()))
+        data = json.loads(path.read_text())
+        known = {f.name for f in fields(LaunchRecord)}
+        return LaunchRecord(**{k: v for k, v in data.items() if k in known})
     except (ValueError, TypeError) as exc:
         raise BundleError(f"{path}: unreadable launch record ({exc})",
                           hint="remove it and launch again", exit_code=EXIT_CONFIG) from None
+
+
+def all_records() -> list[LaunchRecord]:
+    """Every readable launch record under runs/ (one per compose project ever launched here)."""
+    out = []
+    for path in sorted(paths.runs_dir().glob(f"*/{RECORD_NAME}")):
+        try:
+            out.append(_read(path))
+        except BundleError:
+            continue  # a damaged record of some other project is not this command's business
+    return out

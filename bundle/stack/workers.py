@@ -135,23 +135,15 @@ def _last_line(text: str) -> str:
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
-    """Prometheus text format -> {metric name: sum over every label set} (counters only need sums)."""
+    """Prometheus text format -> {sample name: sum over every label set} (counters only need sums),
+    read by prometheus_client's own parser; a body that is not Prometheus text gives {}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     totals: dict[str, float] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        # "name{labels} value [timestamp]" or "name value [timestamp]"; label values may hold spaces.
-        if "{" in line:
-            name, _, rest = line.partition("{")
-            rest = rest.rpartition("}")[2]
-        else:
-            name, _, rest = line.partition(" ")
-        fields = rest.split()
-        if not fields:
-            continue
-        try:
-            totals[name.strip()] = totals.get(name.strip(), 0.0) + float(fields[0])
-        except ValueError:
-            continue
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
+    except ValueError:
+        return {}
     return totals

@@ -20,8 +20,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from bundle import topology as registry
 from bundle.config import levers
 from bundle.errors import BundleError
+from bundle.topology import DECODE, PREFILL
 from bundle.stack.workers import ComposeWorkers, HttpWorkers, Workers
 from bundle.rules.cmdline import option_value
 
@@ -111,7 +113,9 @@ class Attestation:
 
 
 # ---- what the config asks for ----------------------------------------------------------------
-def expectations(dep, topology: str) -> dict[str, Expected]:
+def expectations(dep, topology) -> dict[str, Expected]:
+    """Per server (by service name): what the config asks it to run (`topology`: a name or entry)."""
+    entry = registry.get(topology) if isinstance(topology, str) else topology
     lv = dep.levers
     env = levers.environment(lv)
     try:
@@ -121,23 +125,23 @@ def expectations(dep, topology: str) -> dict[str, Expected]:
     except BundleError:  # a broken lock is `bundle validate`'s to report, not attestation's
         version = None
     out = {}
-    for role in dep.roles(topology):
+    for role in dep.roles(entry):
         extra = role.extra_args
         graphs_off = (option_value(extra, "--cuda-graph-backend-decode") == "disabled"
                       or "--disable-cuda-graph" in extra)
         exp = Expected(
             role=role.name, tp_size=role.tp_size,
-            kv_cache_dtype=option_value(extra, "--kv-cache-dtype") or lv["kv_cache_dtype"],
-            moe_runner=option_value(extra, "--moe-runner-backend") or lv["moe_runner"],
+            kv_cache_dtype=option_value(extra, "--kv-cache-dtype") or lv.kv_cache_dtype,
+            moe_runner=option_value(extra, "--moe-runner-backend") or lv.moe_runner,
             sparse_mla_env=role.env.get("SGLANG_SM120_FLASHMLA_BACKEND", env["SM120_SPARSE_MLA_BACKEND"]),
             overlay=env["BUNDLE_SPARSE_MLA_OVERLAY"] == "1",
-            cuda_graphs=bool(lv["cuda_graphs"]) and not graphs_off,
-            speculative="mtp" if (lv["speculative"] == "mtp"
+            cuda_graphs=lv.cuda_graphs and not graphs_off,
+            speculative="mtp" if (lv.speculative == "mtp"
                                   or option_value(extra, "--speculative-algorithm")) else "none",
-            pcie_safe=bool(lv["pcie_safe_collectives"]), sglang_version=version)
-        if topology == "pd":
-            exp.disaggregation_mode = role.name
-            exp.transfer_backend = dep.raw["pd"]["transfer_backend"]
+            pcie_safe=lv.pcie_safe_collectives, sglang_version=version)
+        if role.service.role in (PREFILL, DECODE):
+            exp.disaggregation_mode = role.service.role
+            exp.transfer_backend = dep.pd.transfer_backend
         out[role.name] = exp
     return out
 
@@ -315,19 +319,20 @@ def _sparse_mla(record: WorkerRecord, exp: Expected, add) -> None:
 
 
 # ---- the entry point launch calls ------------------------------------------------------------------
-def attest(dep, topology: str, rendered, *, stack=None) -> Attestation:
-    """Read every worker of the running topology and judge it against the config."""
+def attest(dep, rendered, *, stack=None) -> Attestation:
+    """Read every server of the running topology and judge it against the config."""
     from bundle.stack.frontdoor import front_door
 
+    topology = rendered.topology
     stack = stack or rendered.stack()
-    port = int(dep.network["worker_port"])
-    if topology == "tp4":
-        front = front_door(dep)
-        info_from: Workers = HttpWorkers({"tp4": front.url}, front.headers)
-        env_from: Workers = ComposeWorkers(stack, {"tp4": "server"}, port=port)
+    servers = {role.name: role.name for role in dep.roles(topology)}
+    env_from = ComposeWorkers(stack, servers, port=dep.network.worker_port)
+    if topology.has_router:
+        info_from: Workers = env_from  # servers behind the router publish no port
     else:
-        info_from = env_from = ComposeWorkers(stack, {"prefill": "prefill", "decode": "decode"}, port=port)
-    return judge(topology, info_from, env_from, expectations(dep, topology))
+        front = front_door(dep, topology)  # the lone server is the front door (and holds the key)
+        info_from = HttpWorkers({name: front.url for name in servers}, front.headers)
+    return judge(topology.name, info_from, env_from, expectations(dep, topology))
 
 
 def judge(topology: str, info_from: Workers, env_from: Workers | None,

@@ -23,11 +23,10 @@ from bundle.stack import docker
 from bundle.verify import report
 from bundle.stack import runstate
 from bundle.verify.bench_serving import Level
-from bundle.config.loader import Deployment
+from bundle.config.model import Deployment
+from bundle.topology import TOOL_SERVICE, Topology
 from bundle.durations import parse_duration
 
-SERVICE = "bench"  # the compose tool service (profile "tools") in compose/tp4.yaml and pd.yaml
-FRONT_SERVICE = {"tp4": ("server", "WORKER_PORT"), "pd": ("router", "ROUTER_PORT")}
 OUT_MOUNT = "/bench-out"  # this run's folder, inside the bench container
 KEY_MOUNT = "/run/secrets/api_key"  # where compose puts the secret in the servers, the same here
 TOKENIZER = "/model"  # the model folder, as the compose bench service mounts it
@@ -51,38 +50,24 @@ class BenchPlan:
     config: dict = field(default_factory=dict)
 
 
-def read_env_file(path: Path) -> dict[str, str]:
-    """The rendered env file (render.write_env_file quotes every value) back into a mapping."""
-    env = {}
-    for line in Path(path).read_text().splitlines():
-        if not line.strip() or line.lstrip().startswith("#") or "=" not in line:
-            continue
-        name, _, value = line.partition("=")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        env[name.strip()] = value
-    return env
-
-
-def plan(dep: Deployment, topology: str, env: dict[str, str], *, concurrency: list[int] | None = None,
+def plan(dep: Deployment, topology: Topology, env: dict[str, str], *, concurrency: list[int] | None = None,
          input_len: int | None = None, output_len: int | None = None,
          prompts_per_concurrency: int | None = None, level_timeout: str | None = None,
          range_ratio: float | None = None, label: str | None = None) -> BenchPlan:
     """Config `bench:` overridden by the command line -> the levels to run and where to point them."""
-    cfg = dep.raw["bench"]
-    conc = list(concurrency or cfg["concurrency"])
-    per = int(prompts_per_concurrency or cfg["prompts_per_concurrency"])
-    timeout_text = level_timeout or cfg["level_timeout"]
+    cfg = dep.bench
+    conc = list(concurrency or cfg.concurrency)
+    per = int(prompts_per_concurrency or cfg.prompts_per_concurrency)
+    timeout_text = level_timeout or cfg.level_timeout
     timeout_s = parse_duration(timeout_text, what="bench level timeout")
-    ratio = float(cfg["range_ratio"] if range_ratio is None else range_ratio)
-    in_len = int(input_len or cfg["input_len"])
-    out_len = int(output_len or cfg["output_len"])
+    ratio = float(cfg.range_ratio if range_ratio is None else range_ratio)
+    in_len = int(input_len or cfg.input_len)
+    out_len = int(output_len or cfg.output_len)
     levels = [Level(concurrency=c, num_prompts=per * c, input_len=in_len, output_len=out_len,
                     range_ratio=ratio, timeout_s=timeout_s) for c in conc]
-    service, port_var = FRONT_SERVICE[topology]
-    base_url = f"http://{service}:{env.get(port_var) or 30000}"
-    dataset, source = cfg.get("dataset_path"), "bench.dataset_path"
+    # bench_serving runs in a container on the topology's network and reaches the front service there.
+    base_url = f"http://{topology.front_service}:{env.get(topology.front_port_variable) or 30000}"
+    dataset, source = cfg.dataset_path, "bench.dataset_path"
     if not dataset:
         shipped = Path(env.get("MODEL_HOST_PATH", "")) / SHIPPED_DATASET
         if env.get("MODEL_HOST_PATH") and shipped.is_file():
@@ -92,7 +77,7 @@ def plan(dep: Deployment, topology: str, env: dict[str, str], *, concurrency: li
     config = {"input_len": in_len, "output_len": out_len, "concurrency": conc,
               "prompts_per_concurrency": per, "level_timeout": timeout_text, "range_ratio": ratio,
               "dataset": dataset or "sharegpt (downloaded)", "base_url": base_url, "backend": "sglang"}
-    return BenchPlan(topology=topology, levels=levels, base_url=base_url, tokenizer=TOKENIZER,
+    return BenchPlan(topology=topology.name, levels=levels, base_url=base_url, tokenizer=TOKENIZER,
                      dataset_path=dataset, dataset_source=source, label=label, config=config)
 
 
@@ -137,7 +122,7 @@ def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: 
     user = None if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
     env = {"HOME": "/tmp"} if user else {}
     t0 = time.monotonic()
-    result = stack.run_tool(SERVICE, ["sh", "-c", WRAPPER, key_arg, *args],
+    result = stack.run_tool(TOOL_SERVICE, ["sh", "-c", WRAPPER, key_arg, *args],
                             name=f"{project}-bench-c{level.concurrency}-{stamp}", timeout=level.timeout_s,
                             volumes=volumes, env=env, user=user, on_line=on_line)
     seconds = round(time.monotonic() - t0, 1)

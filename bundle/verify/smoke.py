@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 import requests
 
+from bundle import topology as registry
 from bundle.stack.frontdoor import FrontDoor
 from bundle.stack.workers import Workers, parse_prometheus
 
@@ -28,6 +29,7 @@ GENERATED_METRIC = "sglang:generation_tokens_total"
 # SGLang's scheduler log lines (scheduler_components/metrics_reporter.py), the fallback proof.
 LOG_MARKS = {"prefill": "Prefill batch", "decode": "Decode batch"}
 DETAIL_CHARS = 300  # error bodies are cut: enough to see why, not a page of HTML
+SPREAD_PROMPTS_PER_REPLICA = 3  # dp: distinct prompts sent per replica to see the router spread them
 
 
 @dataclass
@@ -67,7 +69,7 @@ class _Failed(Exception):
 
 
 class SmokeRunner:
-    def __init__(self, front: FrontDoor, *, topology: str, checks: list[dict], max_tokens: int,
+    def __init__(self, front: FrontDoor, *, topology: str, checks, max_tokens: int,
                  request_timeout: float, workers: Workers | None = None):
         self.front = front
         self.topology = topology
@@ -75,6 +77,7 @@ class SmokeRunner:
         self.max_tokens = max_tokens
         self.timeout = request_timeout
         self.workers = workers
+        self.entry = registry.get(topology)
         self.session = front.session()
         self.report = SmokeReport(topology=topology, front_door=front.url, model=front.model,
                                   started_at=time.time())
@@ -148,9 +151,9 @@ class SmokeRunner:
 
     # ---- steps -------------------------------------------------------------------------------
     def health(self):
-        # pd: the router's /readiness (a prefill and a decode paired); tp4: the server's /health,
+        # The router's /readiness (pd: a prefill and a decode paired), or the lone server's /health,
         # which runs a one-token generation.
-        path = "/readiness" if self.topology == "pd" else "/health"
+        path = self.front.readiness_path
         resp = self._get(path)
         return resp.status_code == 200, f"{path}: HTTP {resp.status_code}"
 
@@ -166,9 +169,11 @@ class SmokeRunner:
         self._step("model listed", self.model_listed)
         before = self._counters() if self.workers else None
         for i, check in enumerate(self.checks, 1):
-            self._one_check(i, check["prompt"], check["expect"])
-        if self.workers and self.topology == "pd":
+            self._one_check(i, check.prompt, check.expect)
+        if self.workers and self.entry.name == "pd":
             self._step("through prefill and decode", lambda: self._passed_through(before))
+        if self.workers and self.entry.max_replicas > 1:
+            self._step("reached every replica", lambda: self._spread(before))
         return self.report
 
     def _one_check(self, i: int, prompt: str, expect: str) -> None:
@@ -218,6 +223,28 @@ class SmokeRunner:
                          "lines": self.workers.log(role).count(mark) if mark else 0}
         return out
 
+    def _spread(self, before: dict) -> tuple[bool, str]:
+        """dp: distinct prompts through the router, then every replica's own counter must have moved.
+        (The checks' repeated prompts all go to one replica under a cache-aware policy.)"""
+        for k in range(SPREAD_PROMPTS_PER_REPLICA * len(self.workers.roles)):
+            body = {"model": self.front.model, "max_tokens": 2, "temperature": 0,
+                    "messages": [{"role": "user", "content": f"Count from {k} to {k + 3}, request {k}."}]}
+            resp = self.session.post(self.front.url + "/v1/chat/completions", json=body, timeout=self.timeout)
+            if resp.status_code != 200:
+                raise self._error(resp)
+        after = self._counters()
+        parts, ok = [], True
+        for role in self.workers.roles:
+            a, b = after.get(role, {}), before.get(role, {})
+            if a.get("source") != "metrics" or b.get("source") != "metrics":
+                ok = False
+                parts.append(f"{role}: no request counters ({a.get('why', '?')}; start it with --enable-metrics)")
+                continue
+            served = a["requests"] - b["requests"]
+            ok = ok and served > 0
+            parts.append(f"{role} counted {served:g} requests")
+        return ok, "; ".join(parts)
+
     def _passed_through(self, before: dict) -> tuple[bool, str]:
         after = self._counters()
         expected = 3 * len(self.checks)  # plain, streamed, repeated per check
@@ -242,8 +269,9 @@ class SmokeRunner:
         return ok, f"{'; '.join(parts)}; smoke sent {expected}"
 
 
-def smoke(front: FrontDoor, *, topology: str, checks: list[dict], max_tokens: int,
+def smoke(front: FrontDoor, *, topology: str, checks, max_tokens: int,
           request_timeout: float, workers: Workers | None = None) -> SmokeReport:
-    """Run every smoke step against the front door (and, in pd, the workers behind it)."""
+    """Run every smoke step against the front door (and, in pd and dp, the workers behind it);
+    `checks` are SmokeCheck(prompt, expect)."""
     return SmokeRunner(front, topology=topology, checks=checks, max_tokens=max_tokens,
                        request_timeout=request_timeout, workers=workers).run()
