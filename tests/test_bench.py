@@ -90,12 +90,20 @@ class FakeStack:
         out_dir = Path(volumes[0][0])
         outcome = self.outcomes[concurrency]
         if outcome == "ok":
-            line = dict(captured(), max_concurrency=concurrency)
+            prompts = int(command[command.index("--num-prompts") + 1])
+            line = dict(captured(), max_concurrency=concurrency, completed=prompts, errors=[""] * prompts)
             line["server_info"] = {"api_key": KEY}
             (out_dir / f"c{concurrency}.jsonl").write_text(json.dumps(line) + "\n")
             return ToolRun(0, f"Output token throughput (tok/s): {line['output_throughput']}", False)
         if outcome == "timeout":
             return ToolRun(137, "Starting warmup with 1 sequences...", True)
+        if outcome == "short":
+            return ToolRun(3, f"{bench_serving.DATASET_SHORT} supplied=3 wanted=4", False)
+        if outcome == "gone":  # the warm-up, 3 completed, 1 failed; then the router was removed
+            progress = out_dir / Path(env["BUNDLE_BENCH_PROGRESS"]).name
+            lines = [{"ok": True, "error": ""}] * 4 + [{"ok": False, "error": "ConnectionRefusedError"}]
+            progress.write_text("".join(json.dumps(x) + "\n" for x in lines))
+            return ToolRun(1, "Traceback (most recent call last):\nrequests.exceptions.ConnectionError", False)
         return ToolRun(1, "Traceback ...\nRuntimeError: Warmup failed - Please make sure ...", False)
 
 
@@ -151,16 +159,30 @@ def test_no_lines_from_an_empty_or_damaged_file(text):
     assert bench_serving.parse_lines(text) == []
 
 
-def test_a_run_where_every_request_failed_still_accounts_for_every_request():
-    # Lines captured from bench_serving 0.5.23 on the rehearsal with every request refused (the
-    # simulator's failure_rate 1.0, no warm-up): it writes no result line then (it crashes
-    # computing its statistics), only these.
-    from pathlib import Path
+def test_the_launchers_lines_account_for_every_request():
+    observed = [{"ok": True, "error": ""}]  # the warm-up comes first
+    observed += [{"ok": True, "error": ""}] * 3 + [{"ok": False, "error": "HTTP 502: upstream gone"}]
+    counts = bench_serving.tally(observed, num_prompts=6)
+    assert counts["metrics"]["completed"] == 3 and counts["failed_requests"] == 1 and counts["unsent"] == 2
+    assert counts["error_samples"] == ["HTTP 502: upstream gone"]
 
-    from bundle.verify import bench_serving
 
-    log = (Path(__file__).parent / "data" / "bench" / "all_requests_failed.log").read_text()
-    summary = bench_serving.summarize_all_failed(log, num_prompts=16)
-    assert summary["failed_requests"] == 16 and summary["metrics"]["completed"] == 0
-    assert isinstance(summary["error_samples"], list)
-    assert bench_serving.summarize_all_failed("Warmup completed with 1 sequences.", num_prompts=4) is None
+def test_a_dataset_too_small_for_the_prompts_fails_before_sending_with_the_fix(tmp_path, runs_dir):
+    record, _, _ = run_plan(tmp_path, load_config(None), {1: "short"}, [1])
+    (level,) = record["levels"]
+    assert level["status"] == "failed" and not record["ok"]
+    assert "supplies only 3 of the 4 prompts" in level["reason"] and "bench.dataset_path" in level["reason"]
+    assert level["metrics"]["completed"] + level["failed_requests"] + level["unsent"] == 4
+
+
+def test_a_stack_that_went_away_mid_run_is_said_so_and_every_request_is_counted(tmp_path, runs_dir):
+    dep = load_config(None)
+    env = {"WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path)}
+    plan = bench.plan(dep, registry.get("tp4"), env, concurrency=[2])
+    record, _ = bench.run(FakeStack({2: "gone"}), plan, project="bench-gone", rehearsal=True, env=env,
+                          api_key_file=None, redact=lambda t: t, stack_gone=lambda: "router is gone")
+    (level,) = record["levels"]
+    assert level["status"] == "failed" and "the stack went away during the run (router is gone)" in level["reason"]
+    assert "Traceback" not in level["reason"]
+    # 8 asked: 3 completed and 1 failed before the stack went, 4 never sent.
+    assert (level["metrics"]["completed"], level["failed_requests"], level["unsent"]) == (3, 1, 4)

@@ -38,8 +38,6 @@ def run(args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from rich.console import Console
-
     from bundle.verify import bench
     from bundle.verify import report
     from bundle.stack import runstate
@@ -60,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
                       output_len=args.output_len, prompts_per_concurrency=args.prompts_per_concurrency,
                       level_timeout=args.level_timeout, range_ratio=args.range_ratio, label=args.label)
     front = front_door(dep, topology)
-    console = Console(highlight=False, soft_wrap=True, stderr=args.json)
+    console = report.console(stderr=args.json)
     history = report.read_jsonl(runstate.project_dir(record.project) / report.BENCH_HISTORY)
     previous = report.previous_bench(history, topology=topology.name)
     console.print(f"bench {topology.name}: bench_serving in the image against {plan.base_url}; "
@@ -72,9 +70,10 @@ def run(args: argparse.Namespace) -> int:
                           f"limit {level.timeout_s:.0f} s ...")
             console.print(f"C={level.concurrency}: {level.num_prompts} prompts "
                           f"({level.input_len} in / {level.output_len} out), limit {level.timeout_s:.0f} s")
-        result, run_dir = bench.run(record.stack(), plan, project=record.project, rehearsal=record.rehearsal,
+        stack = record.stack()
+        result, run_dir = bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal,
                                     env=env, api_key_file=dep.api_key_file, redact=front.redact,
-                                    on_level=on_level)
+                                    on_level=on_level, stack_gone=lambda: _gone(stack, topology.front_service))
     baseline = asdict(dep.bench.baseline) if dep.bench.baseline else None
     plot = report.plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
     if args.json:
@@ -94,3 +93,18 @@ def run(args: argparse.Namespace) -> int:
         raise BundleError(f"bench {topology.name}: {len(bad)} of {len(result['levels'])} levels did not "
                           f"complete cleanly (measured levels are recorded): {reasons}", exit_code=code)
     return 0
+
+
+def _gone(stack, front_service: str) -> str | None:
+    """Why the topology is no longer there to benchmark (`bundle down` mid-run), or None."""
+    from bundle.errors import BundleError
+
+    try:
+        states = {s.service: s.state for s in stack.states()}
+    except BundleError:
+        return "its containers can no longer be listed"
+    if front_service not in states:
+        return f"{front_service} was removed (`bundle down`?)"
+    if states[front_service] != "running":
+        return f"{front_service} is {states[front_service]}"
+    return None

@@ -38,11 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from bundle.doctor import port_owners
 
-    console = Console(highlight=False, soft_wrap=True)
+    from bundle.verify import report
+
+    console = report.console()
     knobs = _sim_knobs(args.sim, args.rehearsal)
     extra = {}
     if args.rehearsal:

@@ -21,8 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from bundle.commands._target import one_running
     from bundle.durations import parse_duration
     from bundle.errors import EXIT_FAILED, BundleError
@@ -39,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if topology.has_router:  # the servers behind the router, read from inside their containers
         names = {role.name: role.name for role in dep.roles(topology)}
         workers = ComposeWorkers(target.stack(), names, port=dep.network.worker_port)
-    console = Console(highlight=False, soft_wrap=True, stderr=args.json)
+    console = report.console(stderr=args.json)
     with console.status(f"smoke-testing {topology.name} at {front.url} ..."):
         result = smoke(front, topology=topology.name, checks=dep.smoke.checks, max_tokens=dep.smoke.max_tokens,
                        request_timeout=parse_duration(dep.smoke.request_timeout, what="smoke.request_timeout"),

@@ -87,27 +87,28 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(reports[0] if args.topology and len(reports) == 1 else reports, indent=2))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False, soft_wrap=True)
+    from bundle.verify import report
+
+    console = report.console()
     if not reports:
         console.print("nothing is running (no launched topology has containers)")
-    for report in reports:
-        if not report["containers"]:
-            console.print(f"{report['project']}: not running")
+    for one in reports:
+        if not one["containers"]:
+            console.print(f"{one['project']}: not running")
             continue
-        table = Table(title=f"{report['project']} ({report['topology']}"
-                            f"{', rehearsal' if report['rehearsal'] else ''})", title_justify="left")
+        table = Table(title=f"{one['project']} ({one['topology']}"
+                            f"{', rehearsal' if one['rehearsal'] else ''})", title_justify="left")
         for column in ("service", "state", "health", "restarts", "published", "problem"):
             table.add_column(column, overflow="fold")
-        for c in report["containers"]:
+        for c in one["containers"]:
             published = ", ".join(b for binds in c["ports"].values() for b in binds)
             problem = f"[red]{c['problem']}[/]" if c["problem"] else "-"
             table.add_row(c["service"], c["state"], c["health"] or "-", str(c["restarts"]), published or "-",
                           problem)
         console.print(table)
-        door = report["front_door"]
+        door = one["front_door"]
         mark = "[green]serving[/]" if door["serving"] else "[red]not serving[/]"
         console.print(f"front door {door['url']}: {mark} ({door['detail']})")
     return 0

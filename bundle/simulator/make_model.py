@@ -116,7 +116,12 @@ def model_config() -> dict:
     }
 
 
-def sharegpt_prompts(vocab: list[str], count: int = 64) -> list[dict]:
+# bench_serving's random dataset makes at most one prompt per conversation of the file: enough for
+# C=256 x 4 prompts, the largest level a rehearsal is expected to run.
+SHAREGPT_CONVERSATIONS = 1024
+
+
+def sharegpt_prompts(vocab: list[str], count: int = SHAREGPT_CONVERSATIONS) -> list[dict]:
     """A ShareGPT-format file for `bench_serving --dataset-name random --dataset-path`: without a
     local file that dataset downloads ShareGPT from the Hugging Face hub, which the rehearsal
     cannot reach. Contents are filler words from the vocabulary, seeded, so the file is stable."""
@@ -124,8 +129,9 @@ def sharegpt_prompts(vocab: list[str], count: int = 64) -> list[dict]:
     words = [w for w in vocab if w not in SPECIAL_TOKENS]
     rows = []
     for i in range(count):
-        human = " ".join(rng.choice(words) for _ in range(rng.randint(40, 400)))
-        gpt = " ".join(rng.choice(words) for _ in range(rng.randint(40, 400)))
+        # bench_serving repeats or cuts the prompt to the input length asked for, so short turns do.
+        human = " ".join(rng.choice(words) for _ in range(rng.randint(24, 96)))
+        gpt = " ".join(rng.choice(words) for _ in range(rng.randint(8, 24)))
         rows.append({"id": f"simulated-{i}", "conversations": [
             {"from": "human", "value": human}, {"from": "gpt", "value": gpt}]})
     return rows

@@ -32,9 +32,12 @@ KEY_MOUNT = "/run/secrets/api_key"  # where compose puts the secret in the serve
 TOKENIZER = "/model"  # the model folder, as the compose bench service mounts it
 SHIPPED_DATASET = "bench-sharegpt.json"  # a ShareGPT file in the model folder serves offline
 # bench_serving reads the key from OPENAI_API_KEY; it is set from the mounted file inside the
-# container, so it is in no command line, no `docker inspect` and no log.
+# container, so it is in no command line, no `docker inspect` and no log. bench_serving itself runs
+# through the launcher (bench_launcher.py, mounted), which logs each request's outcome as it ends.
+LAUNCHER = Path(__file__).resolve().with_name("bench_launcher.py")
+LAUNCHER_MOUNT = "/opt/bundle-bench/launcher.py"
 WRAPPER = ('if [ -s "$0" ]; then OPENAI_API_KEY="$(tr -d "\\r\\n" < "$0")"; export OPENAI_API_KEY; fi; '
-           'exec python3 -m sglang.bench_serving "$@"')
+           f'exec python3 {LAUNCHER_MOUNT} "$@"')
 TAIL_LINES = 8  # of a failed level's output, in the report
 
 
@@ -108,49 +111,82 @@ def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
 
 def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: str, stamp: str,
               api_key_file: str | None, redact: Callable[[str], str],
-              on_line: Callable[[str], None] | None = None) -> dict:
-    """One bench_serving call in a one-off container; returns the level's report entry."""
+              on_line: Callable[[str], None] | None = None,
+              stack_gone: Callable[[], str | None] = lambda: None) -> dict:
+    """One bench_serving call in a one-off container; returns the level's report entry, in which
+    completed + failed + unsent always equals the prompts asked for. `stack_gone()` says why the
+    stack is no longer there, or None."""
     out_name = f"c{level.concurrency}.jsonl"
     args = bench_serving.arguments(level, base_url=plan_.base_url, tokenizer=plan_.tokenizer,
                                    output_file=f"{OUT_MOUNT}/{out_name}", dataset_path=plan_.dataset_path)
-    volumes = [(str(run_dir), OUT_MOUNT, "rw")]
+    progress_name = f"c{level.concurrency}.progress.jsonl"
+    volumes = [(str(run_dir), OUT_MOUNT, "rw"), (str(LAUNCHER), LAUNCHER_MOUNT, "ro")]
     key_arg = "/dev/null"
     if api_key_file:
         volumes.append((str(api_key_file), KEY_MOUNT, "ro"))
         key_arg = KEY_MOUNT
     # Files the container writes under runs/ should belong to the user who runs the driver.
     user = None if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
-    env = {"HOME": "/tmp"} if user else {}
+    env = {"BUNDLE_BENCH_PROGRESS": f"{OUT_MOUNT}/{progress_name}"} | ({"HOME": "/tmp"} if user else {})
     t0 = time.monotonic()
     result = stack.run_tool(TOOL_SERVICE, ["sh", "-c", WRAPPER, key_arg, *args],
                             name=f"{project}-bench-c{level.concurrency}-{stamp}", timeout=level.timeout_s,
                             volumes=volumes, env=env, user=user, on_line=on_line)
     seconds = round(time.monotonic() - t0, 1)
-    (run_dir / f"c{level.concurrency}.log").write_text(redact(result.output) + "\n")
+    output = redact(result.output)
+    (run_dir / f"c{level.concurrency}.log").write_text(output + "\n")
     entry = {"concurrency": level.concurrency, "num_prompts": level.num_prompts, "seconds": seconds,
              "command": "python3 -m sglang.bench_serving " + shlex.join(args),
-             "status": "ok", "reason": None, "metrics": None, "failed_requests": None, "error_samples": []}
-    lines = bench_serving.parse_lines((run_dir / out_name).read_text()) if (run_dir / out_name).is_file() else []
+             "status": "ok", "reason": None, "metrics": None, "failed_requests": None, "unsent": 0,
+             "error_samples": []}
+    out_file, progress_file = run_dir / out_name, run_dir / progress_name
+    lines = bench_serving.parse_lines(out_file.read_text()) if out_file.is_file() else []
+    observed = bench_serving.parse_lines(progress_file.read_text()) if progress_file.is_file() else []
+    tally = bench_serving.tally(observed, num_prompts=level.num_prompts)
     if lines:
         entry.update(bench_serving.summarize(lines[-1], num_prompts=level.num_prompts))
-        _strip_server_info(run_dir / out_name, lines)
-    tail = "\n".join(redact(result.output).splitlines()[-TAIL_LINES:])
-    if result.timed_out:
-        entry.update(status="timeout", reason=f"no result within {level.timeout_s:.0f} s; only this "
-                                              f"level's container was killed. Last output:\n{tail}")
-    elif not lines and (all_failed := bench_serving.summarize_all_failed(redact(result.output),
-                                                                       num_prompts=level.num_prompts)):
-        entry.update(all_failed, status="failed",
-                     reason=f"all {level.num_prompts} requests failed: {'; '.join(all_failed['error_samples'])}")
+        _strip_server_info(out_file, lines)
+    else:  # no result (cut short, crashed, or nothing succeeded): what the launcher saw is the count
+        entry.update(tally)
+    tail = "\n".join(output.splitlines()[-TAIL_LINES:])
+    short = bench_serving.dataset_short(output)
+    gone = stack_gone()
+    if short:
+        entry.update(metrics={"completed": 0}, failed_requests=0, unsent=level.num_prompts,
+                     status="failed", reason=f"the dataset supplies only {short[0]} of the {short[1]} prompts "
+                     f"asked for (C={level.concurrency} x {level.num_prompts // level.concurrency}); nothing was "
+                     f"sent. Point bench.dataset_path at a larger ShareGPT-format file, or ask for fewer "
+                     f"(--prompts-per-concurrency)")
+    elif result.timed_out:
+        entry.update(tally if not lines else {}, status="timeout",
+                     reason=f"no result within {level.timeout_s:.0f} s; only this level's container was killed "
+                            f"({_counted(entry)}). Last output:\n{tail}")
+    elif gone:
+        entry.update(status="failed", reason=f"the stack went away during the run ({gone}); "
+                                             f"{_counted(entry)}")
+    elif not lines and entry["metrics"]["completed"] == 0 and observed:
+        entry.update(status="failed", reason=f"all {level.num_prompts} requests failed: "
+                                             f"{'; '.join(entry['error_samples']) or 'no error text'}")
     elif not lines:
         entry.update(status="failed", reason=f"bench_serving exited {result.exit_code} without a result "
-                                             f"(it writes none when no request succeeds). Last output:\n{tail}")
+                                             f"({_counted(entry)}). Last output:\n{tail}")
     elif entry["failed_requests"]:
         entry.update(status="failed", reason=f"{entry['failed_requests']} of {level.num_prompts} requests "
                                              f"failed: {'; '.join(entry['error_samples'])}")
     elif result.exit_code != 0:
         entry.update(status="failed", reason=f"bench_serving exited {result.exit_code}. Last output:\n{tail}")
+    completed = (entry["metrics"] or {}).get("completed", 0)
+    if completed + (entry["failed_requests"] or 0) + entry["unsent"] != level.num_prompts:
+        # Every ending accounts for every request; a mismatch is bench_serving's own count disagreeing.
+        entry.update(status="failed", reason=(entry["reason"] or "") + f" (accounting: {completed} completed + "
+                     f"{entry['failed_requests']} failed + {entry['unsent']} unsent != {level.num_prompts})")
     return entry
+
+
+def _counted(entry: dict) -> str:
+    completed = (entry["metrics"] or {}).get("completed", 0)
+    return (f"{completed} completed, {entry['failed_requests'] or 0} failed, {entry['unsent']} never sent, "
+            f"of {entry['num_prompts']}")
 
 
 def _strip_server_info(path: Path, lines: list[dict]) -> None:
@@ -164,7 +200,7 @@ def _strip_server_info(path: Path, lines: list[dict]) -> None:
 def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str, str],
         api_key_file: str | None, redact: Callable[[str], str],
         on_level: Callable[[Level], None] | None = None, on_line: Callable[[str], None] | None = None,
-        run_dir: Path | None = None) -> tuple[dict, Path]:
+        run_dir: Path | None = None, stack_gone: Callable[[], str | None] = lambda: None) -> tuple[dict, Path]:
     """Every level in order; returns the run's record (also appended to the history) and its folder."""
     run_dir = run_dir or runstate.new_run_dir(project, "bench")
     stamp = run_dir.name.split("-bench")[0].replace("-", "")
@@ -186,7 +222,7 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
         if on_level:
             on_level(level)
         entry = run_level(stack, level, plan_, run_dir=run_dir, project=project, stamp=stamp,
-                          api_key_file=api_key_file, redact=redact, on_line=on_line)
+                          api_key_file=api_key_file, redact=redact, on_line=on_line, stack_gone=stack_gone)
         record["levels"].append(entry)
         if entry["status"] == "timeout":
             # Higher levels take longer still: they would only burn their own limits too.

@@ -20,6 +20,8 @@ METRICS = (
     "concurrency", "max_concurrency", "accept_length",
 )
 ERROR_SAMPLES = 3  # distinct error messages kept per level
+WARMUP_REQUESTS = 1  # sent before the measured ones; the launcher's first lines are theirs
+DATASET_SHORT = "BUNDLE_DATASET_SHORT"  # bench_launcher.py's marker line
 ERROR_CHARS = 300
 
 
@@ -52,6 +54,7 @@ def arguments(level: Level, *, base_url: str, tokenizer: str, output_file: str,
         "--seed", str(seed),
         "--output-file", output_file,
         "--output-details",  # per-request errors: failed requests are counted, not guessed
+        "--warmup-requests", str(WARMUP_REQUESTS),
         "--disable-tqdm",
     ]
     if dataset_path:
@@ -83,22 +86,26 @@ def summarize(result: dict, *, num_prompts: int) -> dict:
     return {"metrics": metrics, "failed_requests": failed, "error_samples": samples}
 
 
-ALL_FAILED = "All requests failed"
-
-
-def summarize_all_failed(output: str, *, num_prompts: int) -> dict | None:
-    """bench_serving writes no result when every request failed (it then crashes computing its
-    statistics); its log still says so. Account for every request as an error, not as nothing."""
-    if ALL_FAILED not in output:
-        return None
+def tally(observed: list[dict], *, num_prompts: int) -> dict:
+    """What the launcher saw (one line per finished request, warm-up first) -> the level's counts:
+    completed, failed and never sent, which always add up to num_prompts."""
+    measured = observed[WARMUP_REQUESTS:][:num_prompts]
+    failed = [o for o in measured if not o.get("ok")]
     samples = []
-    for line in output.splitlines():
-        if line.startswith("output.error="):
-            text = line.removeprefix("output.error=").strip().strip("'\"")
-            last = [part for part in text.split("\\n") if part.strip()][-1:] or [text]
-            sample = last[0].strip()[:ERROR_CHARS]
-            if sample not in samples:
-                samples.append(sample)
+    for o in failed:
+        text = str(o.get("error") or "").strip()[:ERROR_CHARS]
+        if text and text not in samples:
+            samples.append(text)
         if len(samples) == ERROR_SAMPLES:
             break
-    return {"metrics": {"completed": 0}, "failed_requests": num_prompts, "error_samples": samples}
+    return {"metrics": {"completed": len(measured) - len(failed)}, "failed_requests": len(failed),
+            "unsent": num_prompts - len(measured), "error_samples": samples}
+
+
+def dataset_short(output: str) -> tuple[int, int] | None:
+    """(supplied, wanted) when the launcher refused a dataset too small for the prompts asked for."""
+    for line in output.splitlines():
+        if line.startswith(DATASET_SHORT):
+            fields = dict(part.split("=", 1) for part in line.split()[1:] if "=" in part)
+            return int(fields.get("supplied", 0)), int(fields.get("wanted", 0))
+    return None

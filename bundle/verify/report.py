@@ -13,6 +13,18 @@ from pathlib import Path
 from rich.table import Table
 
 BENCH_HISTORY = "bench.jsonl"
+# Width for output that is not a terminal (a log, a pipe, CI): rich would otherwise use 80 columns
+# and cut numbers short with an ellipsis.
+LOG_WIDTH = 220
+
+
+def console(*, stderr: bool = False):
+    """A rich console for reports: a terminal's own width, else wide enough that nothing is cut."""
+    from rich.console import Console
+
+    probe = Console(stderr=stderr)
+    return Console(highlight=False, soft_wrap=True, stderr=stderr,
+                   width=None if probe.is_terminal else LOG_WIDTH)
 
 # (key in a level's metrics, column title, higher is better?) in the order the tables show them.
 BENCH_COLUMNS = [
@@ -136,16 +148,18 @@ def bench_table(record: dict) -> Table:
     table = Table(title=f"bench {record['topology']} ({record.get('label') or 'no label'}): "
                         f"{record['config']['input_len']} in / {record['config']['output_len']} out{simulated}",
                   title_justify="left")
-    table.add_column("C", justify="right")
-    table.add_column("status")
-    table.add_column("ok/fail", justify="right")
+    # Numbers are never cut: a column too narrow folds its text onto a second line instead.
+    table.add_column("C", justify="right", overflow="fold")
+    table.add_column("status", overflow="fold")
+    table.add_column("ok/fail", justify="right", overflow="fold")
     for _key, title, _ in BENCH_COLUMNS:
-        table.add_column(title, justify="right")
+        table.add_column(title, justify="right", overflow="fold")
     for level in record["levels"]:
         m = level.get("metrics") or {}
         status = level["status"]
         colour = {"ok": "green", "timeout": "yellow"}.get(status, "red")
-        done = f"{m.get('completed', '-')}/{level.get('failed_requests', '-')}"
+        unsent = level.get("unsent") or 0
+        done = f"{m.get('completed', '-')}/{level.get('failed_requests', '-')}" + (f" (+{unsent} unsent)" if unsent else "")
         table.add_row(str(level["concurrency"]), f"[{colour}]{status}[/]", done,
                       *(_fmt(m.get(key)) for key, _, _ in BENCH_COLUMNS))
     return table
@@ -162,7 +176,8 @@ def comparison_table(record: dict, baseline: dict | None, previous: dict | None)
         note += " (a rehearsal against simulated workers: not comparable with a GPU baseline)"
     table = Table(title="compared with" + note, title_justify="left")
     for column in ("against", "C", "metric", "then", "now", "change"):
-        table.add_column(column, justify="right" if column in ("C", "then", "now", "change") else "left")
+        table.add_column(column, justify="right" if column in ("C", "then", "now", "change") else "left",
+                         overflow="fold")
     base_level = _level(record, BASELINE_CONCURRENCY)
     if baseline and base_level and base_level.get("metrics"):
         for base_key, metric in BASELINE_KEYS.items():
@@ -224,7 +239,8 @@ def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"bench {record['topology']}: {record['config']['input_len']} in / "
+    simulated = "REHEARSAL (simulated workers, not a GPU measurement): " if record.get("rehearsal") else ""
+    fig.suptitle(f"{simulated}bench {record['topology']}: {record['config']['input_len']} in / "
                  f"{record['config']['output_len']} out, {record.get('started', '')}", fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,68 @@
+"""Runs SGLang's own bench_serving (`python -m sglang.bench_serving ARGS`) inside the bench container
+and writes one JSON line per finished request to $BUNDLE_BENCH_PROGRESS as it happens.
+
+bench_serving writes its result only at the very end, and writes nothing when no request succeeds
+or when it crashes (a router removed mid-run makes its closing /server_info call fail): without
+these lines a run cut short leaves every request unaccounted for. The wrapper only observes: each
+request is still sent and timed by bench_serving's own request function.
+
+It also refuses, before sending anything, a run whose dataset cannot supply the prompts asked for
+(bench_serving's random dataset silently makes fewer prompts than --num-prompts from a small file).
+
+Standalone on purpose (the standard library and SGLang only): it is mounted into the image's
+container, not installed there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+DATASET_SHORT = "BUNDLE_DATASET_SHORT"  # the marker line bench.py looks for
+EXIT_DATASET_SHORT = 3
+
+
+def _record(path: str, entry: dict) -> None:
+    # One write per line, flushed at once: a container killed mid-run keeps every line written.
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")
+
+
+def _observed(request_func, path: str):
+    async def observed(*args, **kwargs):
+        output = await request_func(*args, **kwargs)
+        error = (getattr(output, "error", "") or "").strip()
+        _record(path, {"ok": bool(getattr(output, "success", False)), "error": error.splitlines()[-1][:300]
+                       if error else ""})
+        return output
+    return observed
+
+
+def _checked_benchmark(benchmark, wanted: int):
+    async def checked(*args, **kwargs):
+        requests = kwargs.get("input_requests", args[5] if len(args) > 5 else None)
+        supplied = len(requests) if requests is not None else wanted
+        if supplied < wanted:
+            print(f"{DATASET_SHORT} supplied={supplied} wanted={wanted}", flush=True)
+            sys.exit(EXIT_DATASET_SHORT)
+        return await benchmark(*args, **kwargs)
+    return checked
+
+
+def main() -> None:
+    from sglang.benchmark import serving
+
+    path = os.environ["BUNDLE_BENCH_PROGRESS"]
+    for name, func in list(serving.ASYNC_REQUEST_FUNCS.items()):
+        serving.ASYNC_REQUEST_FUNCS[name] = _observed(func, path)
+    argv = sys.argv[1:]
+    wanted = int(argv[argv.index("--num-prompts") + 1]) if "--num-prompts" in argv else 0
+    # run_benchmark looks `benchmark` and the request functions up in the module at call time.
+    serving.benchmark = _checked_benchmark(serving.benchmark, wanted)
+    sys.argv = ["sglang.benchmark.serving", *argv]
+    serving.cli_main()
+
+
+if __name__ == "__main__":
+    main()
