@@ -90,7 +90,6 @@ class LayerPlan:
     labels: dict[str, str]
     inputs: list[str]  # resolved project-relative paths, "@overlay" replaced
     extra_tags: list[str] = field(default_factory=list)
-    exists: bool | None = None  # None: not asked (no engine)
 
     @property
     def name(self) -> str:

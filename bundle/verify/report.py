@@ -36,8 +36,8 @@ BENCH_COLUMNS = [
     ("median_tpot_ms", "TPOT p50", False),
     ("mean_itl_ms", "ITL ms", False),
 ]
-# How the baseline was measured (CONTEXT.md: the original bench_serving run): other lengths are
-# not comparable with it, and the comparison says so.
+# How the baseline was measured (the original deployment's bench_serving run; README, "After a driver
+# upgrade"): other lengths are not comparable with it, and the comparison says so.
 BASELINE_METHOD = {"input_len": 256, "output_len": 256}
 # config bench.baseline key -> metrics key: the baseline was measured at concurrency 1.
 BASELINE_KEYS = {"output_throughput": "output_throughput", "tpot_ms": "mean_tpot_ms",
