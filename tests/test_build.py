@@ -107,7 +107,7 @@ def test_dry_run_lists_every_layer_tag_and_pin(project, capsys):
     for lp in plan.layers:
         assert lp.tag in out
     for pin in ("torch 2.14.1", "sglang 0.5.23", "sglang-kernel 0.4.10", "flashinfer-python 0.7.2",
-                "tilelang 0.1.12", "nixl-cu13 1.5.1", "sglang-router 0.3.2"):
+                "tilelang 0.1.12", "nixl-cu13 1.5.1", "smg 1.13.0"):
         assert pin in out
     assert f"--build-arg BASE_IMAGE={plan.lock.pins['base_image']}" in out
     assert plan.lock.image_ref in out

@@ -182,10 +182,11 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
     assert json.loads(labels["io.sglang-bundle.pins"])["nixl-cu13"] == "1.5.1"
 
     assert _run(image, "id", "-u").strip() == "10001"
-    versions = _run(image, "python", "-c", "import importlib.metadata as m, sys; print(sys.version_info[:2] == (3, 12), "
-                    "m.version('torch'), m.version('sglang'), m.version('nixl-cu13'), m.version('sglang-router'), "
-                    "m.version('uv'))")
-    assert versions.split() == ["True", "2.14.1", "0.5.23", "1.5.1", "0.3.2", "0.13.9"]
+    versions = _run(image, "python", "-c", "import importlib.metadata as m, importlib.util, sys; print(sys.version_info[:2] == (3, 12), "
+                    "m.version('torch'), m.version('sglang'), m.version('nixl-cu13'), m.version('smg'), "
+                    "m.version('uv'), importlib.util.find_spec('sglang_router'))")
+    # smg is the router; sglang-router (whose `smg` console script collides with it) is absent.
+    assert versions.split() == ["True", "2.14.1", "0.5.23", "1.5.1", "1.13.0", "0.13.9", "None"]
     cache = _run(image, "sh", "-c", "echo $TRITON_CACHE_DIR; test -w $JIT_CACHE_ROOT && echo writable")
     assert cache.split() == [f"/var/cache/sglang/lock-{lock.hash}/triton", "writable"]
     # The shared entrypoint hands the compose secret to the server as --api-key.

@@ -184,6 +184,21 @@ def test_info_endpoints_echo_the_launch(server):
     assert [m["id"] for m in models["data"]] == ["dsv4"]
 
 
+def test_loads_report_the_running_requests_as_sglang_does_and_loads_is_not_served(server):
+    # smg polls /loads, then SGLang 0.5.23's /v1/loads, for its load-aware routing.
+    assert requests.get(server + "/loads", timeout=10).status_code == 404
+    # 400 tokens at 5 ms: two seconds running.
+    body = {"text": "x", "sampling_params": {"max_new_tokens": 400, "ignore_eos": True}, "stream": True}
+    with requests.post(server + "/generate", json=body, stream=True, timeout=30) as r:
+        lines = r.iter_lines()  # held: a dropped iterator closes the stream, which ends the request
+        next(line for line in lines if line.startswith(b"data: {"))
+        during = requests.get(server + "/v1/loads", timeout=10).json()
+    after = requests.get(server + "/v1/loads", timeout=10).json()
+    assert during["version"] == "0.5.23" and len(during["loads"]) == 1
+    assert during["loads"][0]["dp_rank"] == 0 and during["loads"][0]["num_running_reqs"] == 1
+    assert after["loads"][0]["num_running_reqs"] == 0 and after["loads"][0]["num_waiting_reqs"] == 0
+
+
 def test_metrics_count_requests_but_not_health_checks(server):
     def done():
         text = requests.get(server + "/metrics", timeout=10).text

@@ -1,10 +1,14 @@
-"""The real sglang-router 0.3.2 (from .venv) in PD mode in front of two worker simulators on
-127.0.0.1: proves the simulator speaks the protocol the router uses, and that a request through the
-router passes through prefill (which sees the bootstrap room) and decode (which fetches it)."""
+"""The real router, smg 1.13.0 (from .venv), in front of worker simulators on 127.0.0.1: PD mode
+(prefill + decode) and regular mode (two workers, cache-aware, as dp runs it). Proves the simulator
+speaks the protocol smg uses, that a request through the router passes through prefill (which sees
+the bootstrap room) and decode (which fetches it), and pins down what smg does with a hung worker
+(frozen with SIGSTOP): the time a request takes to fail, and when the worker leaves rotation."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import sys
 import time
 from contextlib import ExitStack, contextmanager
@@ -15,13 +19,32 @@ import requests
 from tests.sim_process import free_port, process, simulator, wait_http
 
 CAPITAL = [{"role": "user", "content": "What is the capital of France?"}]
-# What a worker must answer for the router to register and route to it (found by running it).
-ROUTER_CALLS = {"/health", "/server_info", "/model_info"}
+# What a worker must answer for smg to register and route to it (found by running it).
+ROUTER_CALLS = {"/health", "/server_info", "/model_info", "/v1/loads"}
+# smg asks /loads first and falls back to /v1/loads; SGLang 0.5.23 serves only the latter (404 on
+# /loads, as the simulator answers).
+NOT_SERVED_BY_SGLANG = {"/loads"}
 
 
 def _metric(base: str, name: str) -> float:
     text = requests.get(base + "/metrics", timeout=10).text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+
+def _generations(base: str) -> int:
+    return requests.get(base + "/sim/stats", timeout=5).json()["generations"]
+
+
+@contextmanager
+def _router(tmp_path, args, name="router"):
+    port = free_port()
+    cmd = [sys.executable, "-m", "smg.launch_router", *args, "--host", "127.0.0.1", "--port", str(port),
+           # Its Prometheus exporter defaults to 0.0.0.0:29000: two routers on one host must differ.
+           "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())]
+    with process(cmd, tmp_path / f"{name}.log") as proc:
+        router = f"http://127.0.0.1:{port}"
+        wait_http(router + "/readiness", timeout=60, proc=proc)
+        yield router
 
 
 @contextmanager
@@ -31,24 +54,41 @@ def pd_stack(tmp_path, *, router_bootstrap_port: int | None = None, decode_env=N
               "--enable-metrics", "--log-level", "debug")
     env = {"SIM_TTFT_MS": "100", "SIM_TPOT_MS": "5"}
     with ExitStack() as stack:
-        prefill, _, prefill_log = stack.enter_context(simulator(
+        prefill, prefill_proc, prefill_log = stack.enter_context(simulator(
             tmp_path, "--disaggregation-mode", "prefill", *common, env=env, name="prefill",
             sglang_parser=True))
-        decode, _, decode_log = stack.enter_context(simulator(
+        decode, decode_proc, decode_log = stack.enter_context(simulator(
             tmp_path, "--disaggregation-mode", "decode", *common, env={**env, **(decode_env or {})},
             name="decode", sglang_parser=True))
-        port = free_port()
-        cmd = [sys.executable, "-m", "sglang_router.launch_router", "--pd-disaggregation",
-               "--prefill", prefill, str(router_bootstrap_port or bootstrap), "--decode", decode,
-               "--host", "127.0.0.1", "--port", str(port), "--health-check-interval-secs", "1",
-               "--request-timeout-secs", "20",
-               # Its Prometheus exporter defaults to 29000: two routers on one host must differ.
-               "--prometheus-port", str(free_port()), *router_args]
-        router_proc = stack.enter_context(process(cmd, tmp_path / "router.log"))
-        router = f"http://127.0.0.1:{port}"
-        wait_http(router + "/readiness", timeout=60, proc=router_proc)
-        yield {"router": router, "prefill": prefill, "decode": decode,
+        router = stack.enter_context(_router(tmp_path, [
+            "--pd-disaggregation", "--prefill", prefill, str(router_bootstrap_port or bootstrap),
+            "--decode", decode, "--prefill-policy", "round_robin", "--decode-policy", "round_robin",
+            "--health-check-interval-secs", "1", "--request-timeout-secs", "20", *router_args]))
+        yield {"router": router, "prefill": prefill, "decode": decode, "decode_proc": decode_proc,
                "prefill_log": prefill_log, "decode_log": decode_log}
+
+
+@contextmanager
+def regular_stack(tmp_path, *, router_args=()):
+    """dp's shape: two workers behind smg in regular mode (--worker-urls), cache-aware."""
+    env = {"SIM_TTFT_MS": "20", "SIM_TPOT_MS": "2"}
+    with ExitStack() as stack:
+        workers = [stack.enter_context(simulator(tmp_path, "--enable-metrics", "--log-level", "debug",
+                                                 env=env, name=f"replica-{i}")) for i in range(2)]
+        router = stack.enter_context(_router(tmp_path, [
+            "--worker-urls", *(w[0] for w in workers), "--policy", "cache_aware", *router_args],
+            name="router-regular"))
+        yield router, workers
+
+
+@contextmanager
+def _frozen(proc):
+    """The worker process stops (SIGSTOP): its sockets stay open and nothing answers, like a hang."""
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +100,8 @@ def stack(tmp_path_factory):
 def test_router_pairs_the_simulators(stack):
     body = requests.get(stack["router"] + "/readiness", timeout=5).json()
     assert body["status"] == "ready" and body["healthy_workers"] == 2
+    types = {w["url"]: w["worker_type"] for w in requests.get(stack["router"] + "/workers", timeout=5).json()["workers"]}
+    assert types == {stack["prefill"]: "prefill", stack["decode"]: "decode"}
 
 
 def test_a_chat_through_the_router_passes_prefill_and_decode(stack):
@@ -89,9 +131,11 @@ def test_the_router_calls_only_what_the_simulator_serves(stack):
     calls = set()
     for log in (stack["prefill_log"], stack["decode_log"]):
         for method, path, status in re.findall(r"\] (GET|POST|PUT|PRI) (\S+) -> (\d+)", log.read_text()):
-            if method != "PRI":  # the router's gRPC probe (HTTP/2 preface) is refused, as by SGLang
+            if method != "PRI":  # a gRPC probe (HTTP/2 preface) is refused, as by SGLang
+                path = path.split("?")[0]
                 calls.add(path)
-                assert status != "404", f"the router called {method} {path}, which is not served"
+                if path not in NOT_SERVED_BY_SGLANG:
+                    assert status != "404", f"the router called {method} {path}, which is not served"
     assert ROUTER_CALLS <= calls
 
 
@@ -104,3 +148,58 @@ def test_a_router_with_the_wrong_bootstrap_port_fails_the_request(tmp_path):
         assert r.status_code >= 500
         assert time.monotonic() - start < 30
         assert "KV transfer" in s["decode_log"].read_text()
+
+
+def test_regular_mode_keeps_each_prefix_on_the_worker_that_has_it_cached(tmp_path):
+    with regular_stack(tmp_path) as (router, workers):
+        body = requests.get(router + "/readiness", timeout=5).json()
+        assert body["status"] == "ready" and body["healthy_workers"] == 2
+        first, again = {}, {}
+        for rep in ("", " again", " and again"):
+            for letter in "ABCD":
+                before = [_generations(w[0]) for w in workers]
+                r = requests.post(router + "/generate", timeout=30, json={
+                    "text": letter * 500 + rep, "sampling_params": {"max_new_tokens": 3}})
+                assert r.status_code == 200, r.text
+                got = [_generations(w[0]) - b for w, b in zip(workers, before, strict=True)].index(1)
+                if rep:
+                    again.setdefault(letter, set()).add(got)
+                else:
+                    first[letter] = got
+        # Cache-aware: every later request with a known 500-character prefix goes where it went first.
+        assert all(again[letter] == {first[letter]} for letter in "ABCD"), (first, again)
+        r = requests.post(router + "/v1/chat/completions", timeout=30,
+                          json={"model": "dsv4", "messages": CAPITAL, "temperature": 0, "stream": True})
+        lines = [line for line in r.iter_lines() if line.startswith(b"data: ")]
+        assert r.status_code == 200 and lines[-1] == b"data: [DONE]"
+        assert "Paris" in "".join(re.findall(r'"content":"([^"]*)"', b"".join(lines).decode()))
+
+
+def test_a_hung_worker_holds_a_request_for_the_timeout_of_every_attempt(tmp_path):
+    # --request-timeout-secs bounds ONE attempt and --retry-max-retries counts attempts: with both
+    # workers hung, 2 attempts of 2 s each take 4 s (plus a 50 ms backoff), not 2 s.
+    args = ("--disable-health-check", "--request-timeout-secs", "2", "--retry-max-retries", "2")
+    with regular_stack(tmp_path, router_args=args) as (router, workers):
+        with _frozen(workers[0][1]), _frozen(workers[1][1]):
+            start = time.monotonic()
+            r = requests.post(router + "/generate", timeout=30,
+                              json={"text": "hello", "sampling_params": {"max_new_tokens": 2}})
+            took = time.monotonic() - start
+        assert r.status_code == 504 and r.json()["error"]["code"] == "call_upstream_timeout"
+        assert 3.9 < took < 5.5
+
+
+def test_a_hung_decode_leaves_rotation_after_its_health_checks_and_readiness_turns_503(tmp_path):
+    # A probe every 1 s that times out after 1 s, 2 failures: out within 1 + 1 + 1 s (measured
+    # 2.2 s); until then requests still go to it. Once out, a request fails at once.
+    args = ("--health-check-timeout-secs", "1", "--health-failure-threshold", "2")
+    with pd_stack(tmp_path, router_args=args) as s:
+        with _frozen(s["decode_proc"]):
+            start = time.monotonic()
+            wait_http(s["router"] + "/readiness", status=503, timeout=30)
+            took = time.monotonic() - start
+            r = requests.post(s["router"] + "/generate", timeout=30,
+                              json={"text": "hello", "sampling_params": {"max_new_tokens": 2}})
+            assert r.status_code == 503 and r.json()["error"]["code"] == "no_available_workers"
+        assert took < 5
+        wait_http(s["router"] + "/readiness", timeout=30)  # back once it answers again

@@ -266,6 +266,19 @@ class Simulator:
             info.update(json.loads(overrides))
         return info
 
+    def loads(self) -> dict:
+        """SGLang 0.5.23's GET /v1/loads (entrypoints/v1_loads.py): one DP rank's load snapshot. smg
+        polls it for its load-aware policies and worker overload protection. Nothing queues here:
+        every admitted request runs at once."""
+        total = self.server_info()["max_total_num_tokens"]
+        load = {"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": self.running,
+                "num_waiting_reqs": 0, "num_waiting_uncached_tokens": 0, "num_used_tokens": 0,
+                "num_total_tokens": total, "max_total_num_tokens": total, "max_running_requests": 1024,
+                "token_usage": 0.0, "gen_throughput": 0.0, "cache_hit_rate": 0.0, "utilization": 0.0}
+        return {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+                "version": SGLANG_VERSION, "accelerator": None,
+                "num_accelerators": self.launch.get("tp_size", 1), "loads": [load]}
+
     def model_info(self) -> dict:
         return {"model_path": self.launch.model_path, "served_model_name": self.launch.served_model_name,
                 "tokenizer_path": self.launch.tokenizer_path, "is_generation": True,
@@ -360,6 +373,10 @@ def create_app(sim: Simulator) -> FastAPI:
     @app.get("/get_server_info")
     async def server_info():
         return JSONResponse(sim.server_info())
+
+    @app.get("/v1/loads")
+    async def loads():
+        return JSONResponse(sim.loads())
 
     @app.get("/v1/models")
     async def models():
