@@ -55,9 +55,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+_interrupted: list[int] = []
+
+
 def _raise_interrupted(signum, _frame) -> None:
     # The first signal starts the clean-up; the same signal again must not cut that clean-up short.
-    signal.signal(signum, signal.SIG_IGN)
+    # (Ignored here rather than with SIG_IGN, which the clean-up's own docker commands would inherit.)
+    if _interrupted:
+        return
+    _interrupted.append(signum)
     raise Interrupted(signum)
 
 

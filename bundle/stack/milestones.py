@@ -20,7 +20,8 @@ ROUTER_MILESTONES = [
 # Lines that explain a failed start better than "exited".
 FATAL_PATTERNS = re.compile(
     r"(Traceback \(most recent call last\)|CUDA out of memory|RuntimeError|Error:|error:|"
-    r"Address already in use|Connection refused|No such file or directory)"
+    r"Address already in use|Connection refused|No such file or directory|[Cc]rash(ed|ing)? |"
+    r"hit an exception|Killed)"
 )
 
 

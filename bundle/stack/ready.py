@@ -199,11 +199,17 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
             if last_seen.get(view.service) != summary:
                 last_seen[view.service] = summary
                 event(f"{view.service}: {summary}")
-            if first_failure is None and (view.restarts > restarts.get(view.service, view.restarts)
-                                          or view.state in ("exited", "dead")):
+            crashed = (view.restarts > restarts.get(view.service, view.restarts)
+                       or view.state in ("exited", "dead", "restarting"))
+            if first_failure is None and crashed:
                 first_failure = _Failure(view.service, "exited" if view.state in ("exited", "dead")
                                          else "crashed and was restarted", view.exit_code,
                                          logs.fatal(view.service), view.milestone)
+            elif first_failure is not None and first_failure.service == view.service:
+                # A later poll may see what the first did not: the exit code, the fatal line.
+                if view.exit_code not in (None, 0):
+                    first_failure.exit_code = view.exit_code
+                first_failure.fatal = logs.fatal(view.service) or first_failure.fatal
             restarts[view.service] = view.restarts
         missing = expected_services - {v.service for v in views}
         if missing and (starting is None or starting.done()):
