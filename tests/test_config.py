@@ -48,7 +48,7 @@ def test_user_values_merge_over_defaults_and_lists_replace(tmp_path):
     path = write_config(tmp_path, "levers:\n  speculative: mtp\ntp4:\n  gpus: [4, 5, 6, 7]\n")
     dep = load_config(path)
     assert dep.levers.speculative == "mtp"
-    assert dep.levers.moe_runner == "marlin"  # untouched default survives the merge
+    assert dep.levers.moe_runner == "auto"  # untouched default survives the merge
     assert dep.roles("tp4")[0].gpus == (4, 5, 6, 7)
 
 

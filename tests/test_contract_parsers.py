@@ -102,7 +102,7 @@ def test_generated_command_lines_parse_under_the_real_parsers(
 def test_custom_levers_mean_what_they_say_to_the_real_parser(tmp_path, server_parser, compose_available):
     commands = _commands(tmp_path, "custom", "tp4", compose_available)
     ns = server_parser.parse_args(program_args(commands["server"], SERVER_MODULE))
-    assert ns.speculative_algorithm == "NEXTN"
+    assert ns.speculative_algorithm == "EAGLE"
     assert ns.cuda_graph_backend_decode == "disabled" and ns.cuda_graph_backend_prefill == "disabled"
     assert ns.tp_size == 4 and ns.kv_cache_dtype == "fp8_e4m3" and ns.moe_runner_backend == "triton"
     config = ns.cuda_graph_config  # the parser's own type turns the JSON into a mapping

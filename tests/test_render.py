@@ -123,7 +123,7 @@ def test_levers_and_extra_args_reach_the_server_intact(tmp_path):
     server = resolved["services"]["server"]
     args = program_args(server["command"], SERVER_MODULE)
     assert args[args.index("--cuda-graph-config") + 1] == '{"decode": {"max_bs": 64}}'
-    assert args[args.index("--speculative-algorithm") + 1] == "NEXTN"
+    assert args[args.index("--speculative-algorithm") + 1] == "EAGLE"
     assert args[args.index("--cuda-graph-backend-decode") + 1] == "disabled"
     assert args[args.index("--kv-cache-dtype") + 1] == "fp8_e4m3"
     assert "--disable-custom-all-reduce" not in args

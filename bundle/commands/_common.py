@@ -43,15 +43,17 @@ class Prepared:
 
 
 def prepare(args: argparse.Namespace, topology: str, *, require_model: bool = False, rehearsal: bool = False,
-            extra_env: dict[str, str] | None = None, dep: Deployment | None = None) -> Prepared:
-    """Config -> render (once) -> rules; raises one ConfigError listing every problem, before anything runs."""
+            extra_env: dict[str, str] | None = None, dep: Deployment | None = None,
+            collectives=None) -> Prepared:
+    """Config -> render (once) -> rules; raises one ConfigError listing every problem, before anything runs.
+    `collectives`: launch's per-host levers.Collectives decision (None: unprobed, see levers)."""
     from bundle.images.lock import load_lock
 
     dep = dep or load(args)
     entry = registry.get(topology)
     lock = load_lock()
     rendered = render(dep, entry, image=lock.image_ref, lock_hash=lock.hash, rehearsal=rehearsal,
-                      extra_env=extra_env)
+                      extra_env=extra_env, collectives=collectives)
     findings = check(dep, rendered, require_model=require_model)
     findings.raise_if_errors(dep.source.name)
     return Prepared(dep, entry, rendered, findings)

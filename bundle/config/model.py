@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from typing import Literal, Mapping
 
 from bundle.config.source import Source
 from bundle import topology as registry
@@ -46,12 +46,12 @@ class Network:
 
 @dataclass(frozen=True)
 class Levers:
-    speculative: str
+    speculative: str  # none | mtp | mtp-light
     kv_cache_dtype: str
     moe_runner: str
     sparse_mla: str
     cuda_graphs: bool
-    pcie_safe_collectives: bool
+    pcie_safe_collectives: bool | Literal["auto"]  # auto: decided per host at launch (levers.Collectives)
 
 
 @dataclass(frozen=True)

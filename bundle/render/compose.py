@@ -41,6 +41,7 @@ class Rendered:
     run_dir: Path  # runs/<project>/: where write() puts the env files
     role_env: dict[str, dict[str, str]] = field(default_factory=dict)  # service -> its extra environment
     source_name: str = "bundle.yaml"
+    collectives: levers.Collectives | None = None  # the PCIe-safe collectives decision rendered in
 
     @property
     def env_file(self) -> Path:
@@ -73,9 +74,13 @@ class Rendered:
 
 
 def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal: bool = False,
-           extra_env: dict[str, str] | None = None) -> Rendered:
+           extra_env: dict[str, str] | None = None,
+           collectives: levers.Collectives | None = None) -> Rendered:
     """Every variable topology's compose file reads, from the config; `extra_env` (the rehearsal's
-    values, a test's overrides) wins. Reads the compose files; writes nothing."""
+    values, a test's overrides) wins. `collectives`: launch's per-host decision for
+    levers.pcie_safe_collectives: auto (without one, auto renders the safe setting). Reads the
+    compose files; writes nothing."""
+    collectives = collectives or levers.unprobed_collectives(dep.levers)
     project = dep.project_name(topology.name)
     run_dir = paths.runs_dir() / project
     roles = dep.roles(topology)
@@ -91,12 +96,12 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
         "FRONT_PORT": str(dep.network.front_port),
         "WORKER_PORT": str(dep.network.worker_port),
         "API_KEY_FILE": dep.api_key_file or NO_FILE,
-        **levers.environment(dep.levers),
+        **levers.environment(dep.levers, collectives),
         **_lifecycle_env(dep),
     }
     role_env = {}
     for role in roles:
-        env.update(_server_env(dep, topology, role, roles))
+        env.update(_server_env(dep, topology, role, roles, collectives))
         if role.env:
             role_env[role.name] = dict(role.env)
         env[f"{role.service.env_prefix}_ENV_FILE"] = str(run_dir / f"{role.name}.env") if role.env else NO_FILE
@@ -119,14 +124,16 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
     return Rendered(topology=topology, project=project, env=env, compose_files=files,
                     profiles=tuple(profiles),
                     commands={name: split_command(template, env) for name, template in services.items()},
-                    templates=services, run_dir=run_dir, role_env=role_env, source_name=dep.source.name)
+                    templates=services, run_dir=run_dir, role_env=role_env, source_name=dep.source.name,
+                    collectives=collectives)
 
 
 def _gpu_list(gpus) -> str:
     return ",".join(str(g) for g in gpus)
 
 
-def _server_env(dep: Deployment, topology: Topology, role: Role, roles: list[Role]) -> dict[str, str]:
+def _server_env(dep: Deployment, topology: Topology, role: Role, roles: list[Role],
+                collectives: levers.Collectives) -> dict[str, str]:
     """One server's variables: TP size, GPU placement, extra args (the levers' flags first)."""
     if topology.gpu_visibility == "union" and dep.pd.share_gpus:
         # Every server sees the union and picks its own GPUs with --base-gpu-id (CUDA IPC between them).
@@ -135,7 +142,7 @@ def _server_env(dep: Deployment, topology: Topology, role: Role, roles: list[Rol
     else:
         visible, base = sorted(role.gpus), 0  # the container sees only its own GPUs
     prefix = role.service.env_prefix
-    args = levers.server_args(dep.levers) + list(role.extra_args)
+    args = levers.server_args(dep.levers, collectives) + list(role.extra_args)
     return {
         f"{prefix}_TP_SIZE": str(role.tp_size),
         f"{prefix}_VISIBLE_GPUS": _gpu_list(visible),

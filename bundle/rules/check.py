@@ -12,13 +12,14 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from bundle.config import levers
 from bundle.config.model import Deployment, Role
 from bundle.config.source import format_path
 from bundle.errors import ConfigError
-from bundle.rules import argspec
+from bundle.rules import argspec, backends, checkpoint
 from bundle.rules.cmdline import option_value
 
 Error = Callable[[tuple, str], None]
@@ -52,6 +53,8 @@ def check(dep: Deployment, rendered, *, require_model: bool = False) -> Findings
     if topology.name == "pd":
         _check_pd(dep, roles, error)
     _check_managed_flags(dep, rendered, roles, error)
+    _check_backends(dep, rendered, roles, error)
+    _check_kv_cache_dtype(dep, error)
     _check_model(dep, found, require_model)
     _check_api_key_file(dep, error)
     if not found.errors:
@@ -120,7 +123,7 @@ def _with_aliases(flags: set[str], spec: str) -> set[str]:
 
 def _check_managed_flags(dep: Deployment, rendered, roles: list[Role], error: Error) -> None:
     """extra_args may not repeat a flag the compose file or a lever already sets."""
-    lever_flags = {a for a in levers.MTP_ARGS + levers.EAGER_ARGS + levers.PCIE_SAFE_ARGS if a.startswith("--")}
+    lever_flags = levers.LEVER_FLAGS
     lists = []
     for role in roles:
         managed = _template_flags(rendered.templates.get(role.name, "")) | lever_flags | {"--api-key"}
@@ -144,6 +147,39 @@ def _check_managed_flags(dep: Deployment, rendered, roles: list[Role], error: Er
                       f"or the topology's section); change that key instead of passing the flag")
 
 
+# The environment names levers render into (compose/*.yaml) -> (the flag they feed, the lever).
+_LEVER_BACKEND_VARS = {"MOE_RUNNER_BACKEND": ("--moe-runner-backend", ("levers", "moe_runner"))}
+
+
+def _check_backends(dep: Deployment, rendered, roles: list[Role], error: Error) -> None:
+    """Every backend name the servers get is one the pinned SGLang knows (bundle.rules.backends)."""
+    for var, (flag, key_path) in _LEVER_BACKEND_VARS.items():
+        value = rendered.env.get(var)
+        for _, text in backends.flag_problems([flag, value] if value is not None else []):
+            error(key_path, text)
+    seen = set()
+    for role in roles:
+        if role.key_path in seen:  # dp's replicas share one section
+            continue
+        seen.add(role.key_path)
+        for index, text in backends.flag_problems(role.extra_args):
+            error(role.key_path + ("extra_args", index), text)
+        value = role.env.get(backends.SM120_FLASHMLA_ENV)
+        if value is not None:
+            problem = backends.env_problem(value)
+            if problem:
+                error(role.key_path + ("env", backends.SM120_FLASHMLA_ENV), problem)
+
+
+def _check_kv_cache_dtype(dep: Deployment, error: Error) -> None:
+    # SGLang 0.5.23 asserts this for DeepseekV4ForCausalLM (arg_groups/overrides.py,
+    # _deepseek_v4_kv_cache_dtype): the server would die after loading its config.
+    if dep.levers.kv_cache_dtype not in ("auto", "fp8_e4m3", "bf16", "bfloat16"):
+        error(("levers", "kv_cache_dtype"),
+              f"{dep.levers.kv_cache_dtype} is refused by SGLang 0.5.23 for DeepSeek-V4 (only fp8_e4m3 and "
+              f"bf16); use auto (SGLang's choice: fp8_e4m3), fp8_e4m3 or bf16")
+
+
 def _check_model(dep: Deployment, found: Findings, required: bool) -> None:
     model = Path(dep.model_path).expanduser()
     line = f"{dep.source.where(('model', 'path'))}: model.path: "
@@ -152,6 +188,9 @@ def _check_model(dep: Deployment, found: Findings, required: bool) -> None:
     elif not (model / "config.json").is_file():
         text = line + f"{model} has no config.json; point it at the folder that holds the weights"
     else:
+        refused = checkpoint.unsupported_checkpoint(model / "config.json")
+        if refused:
+            found.errors.append(line + refused)  # wherever it is validated: it can never serve
         return
     if required:
         found.errors.append(text)
@@ -185,6 +224,8 @@ def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Er
                   f"the {role.name} command line is rejected by SGLang's parser: {problem}")
         if role.service.role == "prefill":
             prefill_bootstrap = option_value(args, "--disaggregation-bootstrap-port")
+    if rendered.topology.name == "pd" and not reported:
+        _check_speculative_pd(rendered, roles, error)
     router_args = rendered.router_args()
     router = dep.router(rendered.topology)
     if router_args is not None:
@@ -198,6 +239,46 @@ def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Er
             error(("pd", "bootstrap_port"),
                   f"the router pairs prefill with bootstrap port {router_bootstrap} but prefill listens on "
                   f"{prefill_bootstrap}; requests would fail with 'connection refused'")
+
+
+@lru_cache(maxsize=1)
+def _server_parser():
+    return argspec.parser_from_spec(argspec.load_spec(argspec.SERVER_SPEC))
+
+
+def speculative_settings(args: list[str]) -> dict:
+    """Every speculative-decoding setting a server command line gives (the parser's speculative_*
+    fields, defaults included), so two command lines compare setting by setting."""
+    ns = _server_parser().parse_args(args)
+    return {k: v for k, v in sorted(vars(ns).items())
+            if k.startswith("speculative_") or k == "enable_multi_layer_eagle"}
+
+
+def _check_speculative_pd(rendered, roles: list[Role], error: Error) -> None:
+    """PD with speculative decoding needs the same settings on prefill and decode (sglang #30461):
+    prefill hands decode the draft state of each request's first tokens."""
+    by_role = {role.service.role: role for role in roles}
+    prefill, decode = by_role.get("prefill"), by_role.get("decode")
+    if prefill is None or decode is None:
+        return
+    try:
+        ours = speculative_settings(rendered.server_args(prefill.name))
+        theirs = speculative_settings(rendered.server_args(decode.name))
+    except argspec.ArgumentsRejected:
+        return  # the parser check reports it
+    def shown(value):
+        return "unset" if value is None else repr(value)
+    differ = [f"{k.removeprefix('speculative_')}: prefill {shown(ours[k])}, decode {shown(theirs.get(k))}"
+              for k in ours if ours[k] != theirs.get(k)]
+    if not differ:
+        return
+    blamed = decode if any(str(t).startswith("--speculative") or str(t).startswith("--enable-multi-layer-eagle")
+                           for t in decode.extra_args) or not any(
+        str(t).startswith("--speculative") for t in prefill.extra_args) else prefill
+    error(blamed.key_path + ("extra_args",),
+          f"prefill and decode must carry identical speculative settings in pd (sglang #30461): "
+          f"{'; '.join(differ)}; set them once with levers.speculative (none | mtp | mtp-light), or give "
+          f"pd.prefill.extra_args and pd.decode.extra_args the same speculative flags")
 
 
 def _router_prefill_bootstrap(args: list[str]) -> str | None:
