@@ -15,6 +15,7 @@ from bundle.rules import argspec
 from bundle.config.loader import load_config
 from bundle.images.lock import load_lock
 from bundle.render.compose import program_args
+from bundle.stack.docker import stack_of
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE
 from tests.conftest import render_for, write_config
 from tests.test_render import NON_DEFAULT
@@ -55,7 +56,7 @@ def _commands(tmp_path, which, topology, compose_available):
     rendered = render_for(dep, topology)
     if compose_available:
         rendered.write()
-        return {name: s["command"] for name, s in rendered.stack().config()["services"].items()}
+        return {name: s["command"] for name, s in stack_of(rendered).config()["services"].items()}
     return rendered.commands
 
 

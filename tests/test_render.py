@@ -8,6 +8,7 @@ import yaml
 from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.render.compose import program_args
+from bundle.stack.docker import stack_of
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE
 from tests.conftest import render_for as render
 from tests.conftest import write_config
@@ -50,7 +51,7 @@ def _config(tmp_path, which):
 
 def _resolved(rendered):
     rendered.write()
-    return rendered.stack().config()
+    return stack_of(rendered).config()
 
 
 @pytest.fixture(autouse=True)

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = runstate.new_run_dir(project, "launch")
     runstate.save(runstate.LaunchRecord.of(rendered, rehearsal=args.rehearsal, config=dep.source.name,
                                            run_dir=run_dir))
-    stack = rendered.stack()
+    stack = docker.stack_of(rendered)
     front = front_door(dep, topology)
     what = "rehearsal: simulated workers" if args.rehearsal else rendered.env["BUNDLE_IMAGE"]
     verb = "reconciling" if reconcile else "launching"

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     rendered = prepared.rendered
     rendered.write()
     docker.require_compose()
-    resolved = rendered.stack().config()
+    resolved = docker.stack_of(rendered).config()
     if args.format == "json":
         print(json.dumps(resolved, indent=2))
     else:

@@ -62,11 +62,6 @@ class Rendered:
         _write_env_file(self.env_file, self.env, ("(rendered)",), self.source_name)
         return self.env_file
 
-    def stack(self):
-        from bundle.stack.docker import Stack
-
-        return Stack(self.project, list(self.compose_files), self.env_file, profiles=list(self.profiles))
-
     def compose_command(self) -> str:
         files = " ".join(f"-f {f}" for f in self.compose_files)
         profiles = "".join(f" --profile {p}" for p in self.profiles)

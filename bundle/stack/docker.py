@@ -196,6 +196,12 @@ class Stack:
         return ToolRun(exit_code=exit_code, output="\n".join(lines), timed_out=timed_out.is_set())
 
 
+def stack_of(rendered) -> Stack:
+    """The compose project a render describes (bundle.render.compose.Rendered, once written)."""
+    return Stack(rendered.project, list(rendered.compose_files), rendered.env_file,
+                 profiles=list(rendered.profiles))
+
+
 @dataclass(frozen=True)
 class ToolRun:
     exit_code: int
@@ -293,6 +299,43 @@ def _kill_quietly(docker: DockerClient, name: str) -> None:
         docker.container.kill(name)
     except DockerException:
         pass
+
+
+# ---- images: `bundle audit` ----
+
+@dataclass(frozen=True)
+class AuditRun:
+    returncode: int | None  # None: killed at the time limit
+    output: str  # stdout + stderr (the probe's facts go to a mounted file, not here)
+
+
+def run_audit_container(image: str, command: list[str], *, volumes: list[tuple[Path, str, str]],
+                        env: dict[str, str], timeout: float, user: str | None = None) -> AuditRun:
+    """Run `command` once in a throw-away container of `image` with no network (the audit must not
+    reach anything, and proves imports work offline), the given host folders mounted, and killed
+    after `timeout` s. A non-zero exit is returned, not raised: the caller says what it means."""
+    import threading
+    import uuid
+
+    require_engine()
+    if not image_exists(image):
+        raise BundleError(f"image {image} is not here", exit_code=EXIT_ENVIRONMENT,
+                          hint="build it (`bundle build`, or `bundle build --standin` without a GPU) "
+                               "or pull it (`bundle pull`), or name another with --image REF")
+    name = f"bundle-audit-{uuid.uuid4().hex[:8]}"
+    docker = client()
+    killer = threading.Timer(timeout, lambda: _kill_quietly(docker, name))
+    killer.start()
+    try:
+        out = docker.run(image, command[1:], entrypoint=command[0], name=name, remove=True,
+                         networks=["none"], envs=env, user=user,
+                         volumes=[(str(src), target, mode) for src, target, mode in volumes])
+        return AuditRun(0, out or "")
+    except DockerException as exc:
+        killed = not killer.is_alive() and exc.return_code in (137, 143)
+        return AuditRun(None if killed else exc.return_code, f"{exc.stdout or ''}\n{exc.stderr or ''}")
+    finally:
+        killer.cancel()
 
 
 # ---- images: `bundle pull` ----

@@ -24,6 +24,7 @@ from bundle import topology as registry
 from bundle.config import levers
 from bundle.errors import BundleError
 from bundle.topology import DECODE, PREFILL
+from bundle.stack import docker
 from bundle.stack.workers import ComposeWorkers, HttpWorkers, Workers
 from bundle.rules.cmdline import option_value
 
@@ -324,7 +325,7 @@ def attest(dep, rendered, *, stack=None) -> Attestation:
     from bundle.stack.frontdoor import front_door
 
     topology = rendered.topology
-    stack = stack or rendered.stack()
+    stack = stack or docker.stack_of(rendered)
     servers = {role.name: role.name for role in dep.roles(topology)}
     env_from = ComposeWorkers(stack, servers, port=dep.network.worker_port)
     if topology.has_router:
