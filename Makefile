@@ -59,7 +59,7 @@ down: $(STAMP) ## stop TOPOLOGY (cache volumes kept)
 validate: $(STAMP) ## check the config for both topologies (CONFIG=bundle.yaml to pick a file)
 	$(BUNDLE) validate $(if $(CONFIG),-c $(CONFIG))
 
-argspec: $(STAMP) ## refresh the parser snapshots from the pinned sglang / sglang-router in .venv
+argspec: $(STAMP) ## refresh the parser snapshots from the pinned sglang / smg in .venv
 	$(BIN)/python -m bundle.rules.argspec --write
 
 .PHONY: help install test launch rehearse smoke bench down validate argspec

@@ -1,4 +1,4 @@
-# The rehearsal image: the worker simulator (bundle/simulator), the REAL sglang-router 0.3.2 and
+# The rehearsal image: the worker simulator (bundle/simulator), the REAL router (smg 1.13.0) and
 # SGLang 0.5.23's bench_serving, on the local Debian root (docker/debian-root.sh). No GPU, no CUDA
 # base, no registry: it builds and runs anywhere a Docker engine does, for `bundle launch --rehearsal`
 # and CI. Build: `make rehearsal-image` (or bundle.rehearsal.ensure_image()), context = repo root:
@@ -33,7 +33,7 @@ COPY requirements/rehearsal.txt requirements/rehearsal-nodeps.txt /tmp/req/
 RUN --mount=type=cache,target=/root/.cache/uv \
     /opt/tools/bin/uv pip install --require-hashes -r /tmp/req/rehearsal.txt \
  && /opt/tools/bin/uv pip install --require-hashes --no-deps -r /tmp/req/rehearsal-nodeps.txt \
- && python -c "import sglang_router, sglang.benchmark.serving, sglang.srt.server_args, tokenizers"
+ && python -c "import importlib.util as u, smg.launch_router, sglang.benchmark.serving, sglang.srt.server_args, tokenizers; assert u.find_spec('sglang_router') is None"
 
 # The shared entrypoint (API key from the compose secret), as in the real images.
 COPY docker/entrypoint.sh /usr/local/bin/bundle-entrypoint
@@ -52,7 +52,7 @@ ENV PYTHONPATH=/opt/simulator
 # Last, so a new version string does not invalidate the cached layers above (build args in
 # scope are part of every later RUN's cache key).
 ARG VERSION=dev
-LABEL org.opencontainers.image.title="sglang-bundle rehearsal (worker simulator + sglang-router + bench_serving)" \
+LABEL org.opencontainers.image.title="sglang-bundle rehearsal (worker simulator + smg + bench_serving)" \
       org.opencontainers.image.source="https://github.com/sglang-sm120-bundle" \
       org.opencontainers.image.version="${VERSION}" \
       io.sglang-bundle.image="rehearsal"

@@ -1,4 +1,4 @@
-"""Start worker simulators (and the real sglang-router) as local processes on 127.0.0.1, for tests.
+"""Start worker simulators (and the real router, smg) as local processes on 127.0.0.1, for tests.
 
 Each process gets free ports, its own log file, a bounded wait, and is stopped by its own pid."""
 

@@ -1,5 +1,5 @@
 """The rehearsal on the real engine: the image, the overlays as compose resolves them, tp4 and pd
-brought up with worker simulators behind the real sglang-router, bench_serving measuring what the
+brought up with worker simulators behind the real router (smg), bench_serving measuring what the
 simulators were told, and faults (a hung worker, an API key)."""
 
 from __future__ import annotations
@@ -56,11 +56,12 @@ def test_the_overlay_changes_only_image_entrypoint_and_gpus(tmp_path, topology, 
 
 def test_the_image_holds_the_real_router_and_bench_serving(image):
     out = subprocess.run(["docker", "run", "--rm", "--entrypoint", "python3", image, "-c",
-                          ("import importlib.metadata as m; import sglang.benchmark.serving, sglang_router; "
-                          "print(m.version('sglang'), m.version('sglang-router'), m.version('torch'))")],
+                          ("import importlib.metadata as m, importlib.util as u; import sglang.benchmark.serving, "
+                           "smg.launch_router; print(m.version('sglang'), m.version('smg'), m.version('torch'), "
+                           "u.find_spec('sglang_router'))")],
                          capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["0.5.23", "0.3.2", "2.14.1"]
+    assert out.stdout.split() == ["0.5.23", "1.13.0", "2.14.1", "None"]
 
 
 # ---- whole topologies ---------------------------------------------------------------------
@@ -100,7 +101,8 @@ def test_topology_comes_up_answers_and_benchmarks_as_configured(tmp_path, image,
 
 @pytest.mark.slow
 def test_a_hung_decode_worker_fails_requests_within_the_router_timeout(tmp_path, image):
-    # One attempt (sglang-router refuses 0 retries at start: "must be >= 1").
+    # One attempt: smg's --retry-max-retries counts attempts (it refuses 0: "must be >= 1"), and
+    # --request-timeout-secs bounds each one.
     with rehearsal_stack(tmp_path, "pd", image, ROUTER_REQUEST_TIMEOUT_SECS="8",
                          ROUTER_RETRY_MAX_RETRIES="1") as (stack, front, _env):
         stack.up()

@@ -1,4 +1,4 @@
-"""End to end on the rehearsal (real containers, the real sglang-router, SGLang's own bench_serving,
+"""End to end on the rehearsal (real containers, the real router (smg), SGLang's own bench_serving,
 worker simulators): attestation reads what runs, smoke passes, smoke fails with the reason when the
 simulator answers wrongly, and bench measures what the simulator was told to do.
 

@@ -69,7 +69,7 @@ LAYERS: tuple[LayerSpec, ...] = (
               ("docker/requirements/base.txt",), _base_args),
     LayerSpec("framework", "torch (cu130), SGLang, sglang-kernel, FlashInfer, tilelang + closure",
               ("docker/requirements/framework.txt",), _framework_args),
-    LayerSpec("pd", "nixl-cu13 (with its UCX) and sglang-router",
+    LayerSpec("pd", "nixl-cu13 (with its UCX) and smg (the router)",
               ("docker/requirements/pd.txt",), lambda lock: {}),
     LayerSpec("overlay", "the kernel overlay (kernels/)",
               ("docker/overlay-install.sh", "@overlay"),

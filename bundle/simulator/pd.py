@@ -1,6 +1,6 @@
 """Prefill/decode disaggregation, simulated with the same wiring as SGLang + NIXL.
 
-sglang-router (PD mode) sends every request to both workers with bootstrap_host (the prefill
+The router (smg, PD mode) sends every request to both workers with bootstrap_host (the prefill
 worker's host), bootstrap_port (from `--prefill URL PORT`) and a random bootstrap_room. On a GPU
 host the decode worker connects to the prefill's bootstrap server on that port and receives the
 KV cache for that room. Here the prefill worker runs a small HTTP bootstrap server on

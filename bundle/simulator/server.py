@@ -137,7 +137,7 @@ class Simulator:
         fake = req.bootstrap_host == pd.FAKE_BOOTSTRAP_HOST
         if self.role in ("prefill", "decode") and not health and req.bootstrap_room is None:
             raise SimulatedError(400, f"a {self.role} worker needs bootstrap_host/bootstrap_port/"
-                                      "bootstrap_room (send requests through sglang-router)",
+                                      "bootstrap_room (send requests through the router)",
                                  "invalid_request_error")
         self.running += 1
         try:
@@ -335,7 +335,7 @@ def create_app(sim: Simulator) -> FastAPI:
                 return JSONResponse({"error": "Unauthorized" if status == 401 else "Forbidden"},
                                     status_code=status)
         response = await call_next(request)
-        # `--log-level debug` lists every call: how we learnt what sglang-router asks a worker.
+        # `--log-level debug` lists every call: how we learnt what the router (smg) asks a worker.
         log.debug("%s %s -> %d", request.method, path, response.status_code)
         return response
 

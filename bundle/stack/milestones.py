@@ -1,4 +1,4 @@
-"""SGLang and sglang-router log lines that mark how far a start has got, for launch's progress."""
+"""SGLang and router (smg) log lines that mark how far a start has got, for launch's progress."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ SERVER_MILESTONES = [
     ("warming up", re.compile(r"(Start of|Begin) (prefill )?warm ?up|warmup", re.IGNORECASE)),
     ("serving", re.compile(r"The server is fired up and ready to roll")),
 ]
+# smg 1.13.0 logs "Starting router on ..." and then "Router ready | workers: []" and "Starting server
+# on ..." before any worker is registered: "serving" means its port answers, /readiness says more.
 ROUTER_MILESTONES = [
     ("waiting for workers", re.compile(r"[Ww]aiting for (worker|\d+ worker)|Starting router|starting router")),
     ("serving", re.compile(r"(Router|router) (is )?(ready|started|listening)|Starting server on|listening on")),
