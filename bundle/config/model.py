@@ -166,6 +166,62 @@ class Bench:
 
 
 @dataclass(frozen=True)
+class K8sRole:
+    """Copies and nodes of one server role on Kubernetes (kubernetes.tp4, .pd.prefill, .pd.decode, .dp)."""
+
+    key_path: tuple[str, ...]  # where it lives in bundle.yaml, for messages
+    replicas: int  # LeaderWorkerSet replicas
+    nodes: int  # LeaderWorkerSet size: pods per copy, tp_size split evenly over them
+
+
+@dataclass(frozen=True)
+class ModelStorage:
+    type: str  # hostPath | pvc
+    host_path: str  # model.path unless kubernetes.model_storage.host_path says otherwise
+    claim_name: str | None
+
+
+@dataclass(frozen=True)
+class JitCache:
+    type: str  # hostPath | pvc | emptyDir
+    host_path_root: str
+    storage_class: str | None
+    size: str
+
+
+@dataclass(frozen=True)
+class Rdma:
+    resource: str | None
+    count: int
+    devices: tuple[str, ...]  # mlx5_0:1, ... -> UCX_NET_DEVICES
+
+
+@dataclass(frozen=True)
+class Kubernetes:
+    """bundle.yaml's `kubernetes:` section: what `bundle render --target k8s` adds to the topologies."""
+
+    namespace: str
+    image_pull_policy: str
+    image_pull_secret: str | None
+    gpu_resource: str
+    node_selector: Mapping[str, str]
+    discovery: str  # selector | dns
+    front_service_type: str
+    router_replicas: int
+    api_key_secret: str | None  # resolved: <project>-api-key when api_key_file is set and this is null
+    shm_size: str
+    host_ipc: bool
+    dist_init_port: int
+    model_storage: ModelStorage
+    jit_cache: JitCache
+    rdma: Rdma
+    roles: Mapping[tuple[str, ...], K8sRole]  # a server's config_key (("pd", "decode")) -> its pods
+
+    def role(self, config_key: tuple[str, ...]) -> K8sRole:
+        return self.roles[tuple(config_key)]
+
+
+@dataclass(frozen=True)
 class Role:
     """One SGLang server of a topology: its service, host GPUs, TP size, extra flags and environment."""
 
@@ -200,6 +256,7 @@ class Deployment:
     lifecycle: Lifecycle
     smoke: Smoke
     bench: Bench
+    kubernetes: Kubernetes
 
     @property
     def model_path(self) -> str:
@@ -281,6 +338,34 @@ def build(source: Source, merged: dict) -> Deployment:
                     dataset_path=bench.get("dataset_path"),
                     baseline=Baseline(base.get("label"), base.get("output_throughput"), base.get("tpot_ms"),
                                       base.get("ttft_ms")) if base else None),
+        kubernetes=_kubernetes(merged),
+    )
+
+
+def _kubernetes(merged: dict) -> Kubernetes:
+    k8s = merged["kubernetes"]
+    storage, cache, rdma = k8s["model_storage"], k8s["jit_cache"], k8s["rdma"]
+    secret = k8s["api_key_secret"]
+    if secret is None and merged.get("api_key_file"):
+        secret = f"{merged['project']}-api-key"
+    roles = {("tp4",): K8sRole(("kubernetes", "tp4"), 1, k8s["tp4"]["nodes"])}
+    for name in ("prefill", "decode"):
+        section = k8s["pd"][name]
+        roles[("pd", name)] = K8sRole(("kubernetes", "pd", name), section["replicas"] or 1, section["nodes"])
+    roles[("dp",)] = K8sRole(("kubernetes", "dp"), k8s["dp"]["replicas"] or merged["dp"]["replicas"],
+                             k8s["dp"]["nodes"])
+    return Kubernetes(
+        namespace=k8s["namespace"], image_pull_policy=k8s["image_pull_policy"],
+        image_pull_secret=k8s["image_pull_secret"], gpu_resource=k8s["gpu_resource"],
+        node_selector=MappingProxyType(dict(k8s["node_selector"])), discovery=k8s["discovery"],
+        front_service_type=k8s["front_service_type"], router_replicas=k8s["router_replicas"],
+        api_key_secret=secret, shm_size=k8s["shm_size"], host_ipc=k8s["host_ipc"],
+        dist_init_port=k8s["dist_init_port"],
+        model_storage=ModelStorage(storage["type"], storage["host_path"] or merged["model"]["path"],
+                                   storage["claim_name"]),
+        jit_cache=JitCache(cache["type"], cache["host_path_root"], cache["storage_class"], cache["size"]),
+        rdma=Rdma(rdma["resource"], rdma["count"], tuple(rdma["devices"])),
+        roles=MappingProxyType(roles),
     )
 
 

@@ -1,0 +1,11 @@
+"""The Kubernetes render target: the same topologies, config and command lines as compose, as
+LeaderWorkerSet + smg manifests (`bundle render --target k8s`).
+
+commands.py  the compose command lines, changed only where pods need it
+pods.py      pod templates (GPUs, /dev/shm, memlock, volumes, probes, the API key)
+manifests.py the objects of one topology, and writing them
+"""
+
+from bundle.render.k8s.manifests import K8sRendered, render
+
+__all__ = ["K8sRendered", "render"]

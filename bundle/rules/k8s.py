@@ -1,0 +1,64 @@
+"""Semantic rules of the Kubernetes render that span keys of bundle.yaml (the schema holds each key
+alone). All problems are collected; each names the file, the line, the key path and the fix."""
+
+from __future__ import annotations
+
+import re
+
+from bundle.config.model import Deployment
+from bundle.config.source import format_path
+from bundle.render.k8s import commands
+from bundle.rules.check import Findings
+from bundle.topology import Topology
+
+# LeaderWorkerSet names its StatefulSets and pods after itself (<lws>-<group>-<worker>) and labels
+# them with revision hashes; a name past this leaves no room under Kubernetes' 63-character limit.
+MAX_WORKLOAD_NAME = 45
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def check(dep: Deployment, topology: Topology) -> Findings:
+    found = Findings()
+    where = dep.source.where
+
+    def error(path: tuple, text: str) -> None:
+        found.errors.append(f"{where(path)}: {format_path(path)}: {text}")
+
+    k8s = dep.kubernetes
+    base = dep.project_name(topology.name)
+    longest = f"{base}-{max((s.name for s in topology.services), key=len)}"
+    if not _DNS_LABEL.match(base):
+        error(("project",), f"{dep.project!r} gives the Kubernetes names {base!r}, which may hold only "
+                            f"lower-case letters, digits and '-'; rename the project (e.g. "
+                            f"{dep.project.replace('_', '-')!r})")
+    elif len(longest) > MAX_WORKLOAD_NAME:
+        error(("project",), f"{longest!r} is {len(longest)} characters; Kubernetes names of the workloads "
+                            f"must stay within {MAX_WORKLOAD_NAME}: shorten project")
+    if k8s.model_storage.type == "pvc" and not k8s.model_storage.claim_name:
+        error(("kubernetes", "model_storage", "claim_name"),
+              "model_storage.type is pvc but no claim is named; name the PersistentVolumeClaim that holds "
+              "the weights, or use type: hostPath")
+    seen = set()
+    for role in dep.roles(topology):
+        if role.service.config_key in seen:
+            continue
+        seen.add(role.service.config_key)
+        pods = k8s.role(role.service.config_key)
+        if role.tp_size % pods.nodes:
+            error(pods.key_path + ("nodes",),
+                  f"tp_size {role.tp_size} ({format_path(role.key_path + ('tp_size',))}) does not divide "
+                  f"over {pods.nodes} nodes; each node runs tp_size / nodes ranks: use a divisor of "
+                  f"{role.tp_size}")
+        managed = set()
+        if pods.nodes > 1:
+            managed |= set(commands.MULTI_NODE_FLAGS)
+        if k8s.rdma.devices and dep.pd.transfer_backend in commands.IB_TRANSFER_BACKENDS \
+                and topology.name == "pd":
+            managed.add(commands.IB_DEVICE_FLAG)
+        for index, token in enumerate(role.extra_args):
+            flag = str(token).split("=", 1)[0]
+            if flag in managed:
+                error(role.key_path + ("extra_args", index),
+                      f"{flag} is set by the Kubernetes render (from {format_path(pods.key_path)} and "
+                      f"kubernetes.rdma); change those keys instead of passing the flag")
+    return found
