@@ -174,7 +174,9 @@ def test_generate_streams_cumulative_text_as_bench_serving_reads_it(server):
 def test_info_endpoints_echo_the_launch(server):
     info = requests.get(server + "/get_server_info", timeout=10).json()
     assert info["tp_size"] == 4 and info["disaggregation_mode"] == "null"
-    assert info["kv_cache_dtype"] == "auto" and info["moe_runner_backend"] == "auto"
+    # Resolved as SGLang 0.5.23 resolves `auto` for DeepSeek-V4 on sm_120 (bundle/simulator/resolve.py).
+    assert info["kv_cache_dtype"] == "fp8_e4m3" and info["moe_runner_backend"] == "flashinfer_mxfp4"
+    assert info["worker_simulator"]["resolved"]["moe_runner_backend"] == ["auto", "flashinfer_mxfp4"]
     assert "disable_cuda_graph" in info and "attention_backend" in info
     assert info["worker_simulator"]["knobs"]["tpot_ms"] == 5.0
     assert requests.get(server + "/server_info", timeout=10).json()["tp_size"] == 4

@@ -90,7 +90,8 @@ def test_a_right_server_passes_every_step(simulator):
     assert report.ok, json.dumps(report.to_dict(), indent=1)
     names = [s.name for s in report.steps]
     assert names == ["health", "model listed", "answer[1]", "streaming[1]", "greedy repeatable[1]",
-                     "answer[2]", "streaming[2]", "greedy repeatable[2]"]
+                     "answer[2]", "streaming[2]", "greedy repeatable[2]", "long prompt (> 64 tokens)",
+                     "not degenerate"]
     assert "Paris" in report.answers[0]["answer"] and "Tokyo" in report.answers[1]["answer"]
 
 
@@ -102,7 +103,8 @@ def test_a_wrong_answer_fails_with_the_reason(simulator):
         _faults(simulator, wrong_answers=False)
     assert not report.ok
     failed = {s.name: s.detail for s in report.failures}
-    assert set(failed) == {"answer[1]", "answer[2]"}  # streaming and greedy still agree
+    # streaming and greedy still agree; the long prompt asks the first question again
+    assert set(failed) == {"answer[1]", "answer[2]", "long prompt (> 64 tokens)"}
     assert "'Paris'" in failed["answer[1]"] and "Lyon" in failed["answer[1]"]
 
 
@@ -110,7 +112,7 @@ def test_expected_answers_are_data(simulator):
     report = run(simulator, checks=[SmokeCheck("What is the capital of Italy?", "Rome")])
     assert report.ok
     report = run(simulator, checks=[SmokeCheck("What is the capital of Italy?", "Milan")])
-    assert [s.name for s in report.failures] == ["answer"]
+    assert [s.name for s in report.failures] == ["answer", "long prompt (> 64 tokens)"]
 
 
 def test_failing_server_is_reported_not_raised(simulator):
@@ -139,7 +141,7 @@ def test_pd_proof_counts_requests_on_both_workers(simulator, keyed_simulator):
     report = run(simulator, topology="pd", workers=workers, checks=CHECKS[:1])
     step = next(s for s in report.steps if s.name == "through prefill and decode")
     assert step.ok, step.detail
-    assert "prefill counted 3 requests" in step.detail and "decode counted 3 requests" in step.detail
+    assert "prefill counted 4 requests" in step.detail and "decode counted 4 requests" in step.detail
     # A worker the requests did not pass through (idle: its counters do not move) is caught.
     idle = HttpWorkers({"prefill": simulator, "decode": keyed_simulator})
     report = run(simulator, topology="pd", workers=idle, checks=CHECKS[:1])
@@ -153,3 +155,71 @@ def test_prometheus_sums_label_sets():
             'sglang:num_requests_total{model_name="a b",is_streaming="true"} 2.0 1700000000000\n'
             'process_open_fds 12\n')
     assert parse_prometheus(text) == {"sglang:num_requests_total": 6.0, "process_open_fds": 12.0}
+
+
+# ---- guards for failures reported on sm_120 -----------------------------------------------------
+
+def test_a_server_answering_the_same_token_every_step_fails_as_degenerate(simulator):
+    """vLLM #52938: "Paris Paris Paris ..." contains the expected word, streams the same and is
+    greedy-repeatable; only the degenerate-output check catches it."""
+    _faults(simulator, repeat_token=True)
+    try:
+        report = run(simulator, checks=CHECKS[:1])
+    finally:
+        _faults(simulator, repeat_token=False)
+    failed = {s.name: s.detail for s in report.failures}
+    assert list(failed) == ["not degenerate"], failed
+    assert "one word 32 times in a row" in failed["not degenerate"]
+
+
+def test_a_failing_long_prompt_path_fails_the_long_prompt_step_only(simulator):
+    """flashinfer #5135: short prompts serve, prompts over 64 tokens take the path that fails."""
+    _faults(simulator, long_prompt_fail=True)
+    try:
+        report = run(simulator, checks=CHECKS[:1])
+    finally:
+        _faults(simulator, long_prompt_fail=False)
+    failed = {s.name: s.detail for s in report.failures}
+    assert list(failed) == ["long prompt (> 64 tokens)"], failed
+    assert "HTTP 500" in failed["long prompt (> 64 tokens)"]
+    passed = next(s for s in run(simulator, checks=CHECKS[:1]).steps if s.name.startswith("long prompt"))
+    assert passed.ok and int(passed.detail.split()[0]) > 64
+
+
+@pytest.mark.parametrize("text, why", [
+    ("Paris " * 8, "one word 8 times in a row"),
+    ("a b a b a b a b a b a b", "only 2 distinct of 12 words"),
+    ("!" * 30, "one character 30 times in a row"),
+    ("The capital of France is Paris.", None),
+])
+def test_degenerate_output_floors(text, why):
+    from bundle.verify.smoke import degenerate
+
+    assert degenerate(text) == why
+
+
+def test_answers_are_compared_with_the_last_report_of_another_topology(simulator, tmp_path):
+    from bundle.verify.smoke import compare_answers, last_comparable_report
+
+    report = run(simulator, checks=CHECKS[:1])
+    identity = {"lock_hash": "abc", "image": "img", "model": SERVED, "max_tokens": 32, "rehearsal": True}
+    pd_dir = tmp_path / "sglang-bundle-pd"
+    for stamp, answer in (("20261201-080000", "The capital of France is Paris."),
+                          ("20261201-090000", "The capital of France is Lyon.")):
+        (pd_dir / f"{stamp}-smoke").mkdir(parents=True)
+        stored = {"topology": "pd", "answers": [{"prompt": CHECKS[0].prompt, "answer": answer}], **identity}
+        (pd_dir / f"{stamp}-smoke" / "smoke.json").write_text(json.dumps(stored))
+    (pd_dir / "20261201-100000-smoke").mkdir()  # newer, but another image: not comparable
+    (pd_dir / "20261201-100000-smoke" / "smoke.json").write_text(json.dumps(
+        {"topology": "pd", "answers": [{"prompt": CHECKS[0].prompt, "answer": "x"}], **identity, "image": "old"}))
+    earlier, path = last_comparable_report([pd_dir], identity)
+    assert path.endswith("20261201-090000-smoke/smoke.json")
+    compare_answers(report, earlier)
+    step = report.steps[-1]
+    assert step.name == "same answers as pd" and not step.ok and "Lyon" in step.detail
+    same = run(simulator, checks=CHECKS[:1])
+    compare_answers(same, {"topology": "pd", "answers": [dict(a) for a in report.answers]})
+    assert same.steps[-1].ok and "identical to pd" in same.steps[-1].detail
+    untouched = run(simulator, checks=CHECKS[:1])
+    compare_answers(untouched, None)
+    assert not any(s.name.startswith("same answers") for s in untouched.steps)

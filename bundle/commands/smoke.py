@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from bundle.stack.frontdoor import front_door
     from bundle.stack.workers import ComposeWorkers
     from bundle.verify import report
-    from bundle.verify.smoke import smoke
+    from bundle import topology as registry
+    from bundle.verify.smoke import compare_answers, last_comparable_report, smoke
 
     target = one_running(args, verb="smoke-test")
     dep, topology = target.dep, target.topology
@@ -42,7 +43,15 @@ def run(args: argparse.Namespace) -> int:
         result = smoke(front, topology=topology.name, checks=dep.smoke.checks, max_tokens=dep.smoke.max_tokens,
                        request_timeout=parse_duration(dep.smoke.request_timeout, what="smoke.request_timeout"),
                        workers=workers)
-    data = result.to_dict() | {"project": target.project, "rehearsal": target.launch.rehearsal}
+    launch_env = target.launch.env
+    identity = {"project": target.project, "rehearsal": target.launch.rehearsal, "model": front.model,
+                "lock_hash": launch_env.get("BUNDLE_LOCK_HASH"), "image": launch_env.get("BUNDLE_IMAGE"),
+                "max_tokens": dep.smoke.max_tokens}
+    # Greedy answers must not depend on the topology: hold them against the last report of another.
+    others = [runstate.project_dir(dep.project_name(name)) for name in registry.NAMES if name != topology.name]
+    earlier, earlier_path = last_comparable_report(others, identity)
+    compare_answers(result, earlier, where=earlier_path or "")
+    data = result.to_dict() | identity
     path = report.write_json(runstate.new_run_dir(target.project, "smoke") / "smoke.json", data)
     if args.json:
         print(front.redact(json.dumps(data, indent=2)))

@@ -40,14 +40,24 @@ class OutputPlan:
         self.finish_reason = finish_reason
 
 
+REPEATED_TOKENS_WITHOUT_LIMIT = 16  # how long a degenerate answer runs when the request sets no limit
+
+
 def plan_output(*, prompt_text: str, prompt_ids: list[int], max_new_tokens: int | None,
                 ignore_eos: bool, temperature: float, seed: int | None, wrong: bool,
-                knob_seed: int, encode, filler_ids: list[int]) -> OutputPlan:
-    """Decide every output token up front; the server then only paces them."""
+                knob_seed: int, encode, filler_ids: list[int], repeat_token: bool = False,
+                word_ids=None) -> OutputPlan:
+    """Decide every output token up front; the server then only paces them. `repeat_token`: the
+    degenerate model that emits one token at every step until the length limit (`word_ids`, the
+    ids that are whole words, choose which: the answer's last word, so the expected text is there)."""
     rng = _rng(prompt_ids, temperature, seed, knob_seed)
     answer = known_answer(prompt_text, wrong)
     natural = encode(answer) if answer else [rng.choice(filler_ids) for _ in range(8 + rng.randrange(24))]
     limit = max_new_tokens if max_new_tokens is not None else len(natural)
+    if repeat_token:
+        words = [t for t in natural if word_ids is None or t in word_ids] or natural
+        count = max_new_tokens if max_new_tokens is not None else REPEATED_TOKENS_WITHOUT_LIMIT
+        return OutputPlan([words[-1]] * count, "length")
     if ignore_eos:
         # bench_serving sets ignore_eos: produce exactly max_new_tokens, the answer first.
         ids = (natural + [rng.choice(filler_ids) for _ in range(max(0, limit - len(natural)))])[:limit]

@@ -6,6 +6,10 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, fields
 
+# SGLang's sm_120 sparse-MLA switches from its decode kernel to its prefill path above this many
+# query tokens (SM120_DECODE_MAX_TOKENS in sglang/kernels/ops/attention/flash_mla_sm120.py).
+LONG_PROMPT_TOKENS = 64
+
 
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name, "").strip()
@@ -32,6 +36,13 @@ class Knobs:
     hang: bool = False  # SIM_HANG: generations and /health stop answering
     crash_after_requests: int = 0  # SIM_CRASH_AFTER_REQUESTS: exit(1) on the Nth generation (0: never)
     seed: int = 0  # SIM_SEED: seeds the failure draws and sampled (temperature > 0) outputs
+    # SIM_REPEAT_TOKEN: every output step emits the same token (the answer's last word, repeated up
+    # to max_tokens): the degenerate output reported on sm_120 (vLLM #52938), for smoke to catch.
+    repeat_token: bool = False
+    # SIM_LONG_PROMPT_FAIL: prompts over LONG_PROMPT_TOKENS tokens fail with HTTP 500 where the prompt
+    # is prefilled (tp4's server, pd's prefill): SGLang's other sm_120 path above 64 tokens, which
+    # had no kernel instance for DeepSeek-V4's TP4 shape (flashinfer #5135).
+    long_prompt_fail: bool = False
     # SIM_KV_WAIT_SECS: how long decode waits for prefill's KV before failing the request; SGLang's
     # own SGLANG_DISAGGREGATION_WAITING_TIMEOUT (the compose files set it) is the default.
     kv_wait_secs: float = 300.0
@@ -47,6 +58,8 @@ class Knobs:
             hang=_env_bool("SIM_HANG"),
             crash_after_requests=int(_env_float("SIM_CRASH_AFTER_REQUESTS", 0)),
             seed=int(_env_float("SIM_SEED", 0)),
+            repeat_token=_env_bool("SIM_REPEAT_TOKEN"),
+            long_prompt_fail=_env_bool("SIM_LONG_PROMPT_FAIL"),
             kv_wait_secs=_env_float(
                 "SIM_KV_WAIT_SECS", _env_float("SGLANG_DISAGGREGATION_WAITING_TIMEOUT", 300.0)),
         )

@@ -26,6 +26,7 @@ class SimulatedModel:
         # Output is drawn from ordinary words only, so decode -> encode gives the same ids back.
         self.filler_ids = sorted(i for w, i in vocab.items()
                                  if w not in special and w.isalpha() and len(w) > 1)
+        self.word_ids = frozenset(self.filler_ids)
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids

@@ -20,7 +20,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response, Streami
 from bundle.simulator import pd
 from bundle.simulator.answers import plan_output
 from bundle.simulator.args import LaunchArgs
-from bundle.simulator.knobs import Knobs
+from bundle.simulator.knobs import LONG_PROMPT_TOKENS, Knobs
+from bundle.simulator.resolve import resolve_like_sglang
 from bundle.simulator.metrics import Counters
 from bundle.simulator.model import SimulatedModel
 
@@ -132,7 +133,14 @@ class Simulator:
             prompt_text=req.prompt_text, prompt_ids=req.prompt_ids,
             max_new_tokens=req.max_new_tokens, ignore_eos=req.ignore_eos,
             temperature=req.temperature, seed=req.seed, wrong=self.knobs.wrong_answers,
-            knob_seed=self.knobs.seed, encode=self.model.encode, filler_ids=self.model.filler_ids)
+            knob_seed=self.knobs.seed, encode=self.model.encode, filler_ids=self.model.filler_ids,
+            repeat_token=self.knobs.repeat_token, word_ids=self.model.word_ids)
+        if (not health and self.knobs.long_prompt_fail and self.role in ("null", "prefill")
+                and len(req.prompt_ids) > LONG_PROMPT_TOKENS):
+            log.error("worker simulator: %d-token prompt fails on the long-prompt path (SIM_LONG_PROMPT_FAIL)",
+                      len(req.prompt_ids))
+            raise SimulatedError(500, f"simulated failure of the prefill path for prompts over "
+                                      f"{LONG_PROMPT_TOKENS} tokens (SIM_LONG_PROMPT_FAIL)")
         ids = plan.ids
         fake = req.bootstrap_host == pd.FAKE_BOOTSTRAP_HOST
         if self.role in ("prefill", "decode") and not health and req.bootstrap_room is None:
@@ -248,7 +256,8 @@ class Simulator:
 
     # ---- info --------------------------------------------------------------------------------
     def server_info(self) -> dict:
-        info = dict(self.launch.fields)
+        # SGLang answers with its resolved arguments (ServerArgs.resolved_dict): what `auto` became.
+        info, resolved = resolve_like_sglang(dict(self.launch.fields), self.model.config)
         info.update({
             "launch_command": self.launch.launch_command,
             "max_total_num_tokens": 1_000_000,
@@ -259,7 +268,7 @@ class Simulator:
             "frontend": "python",
             # Only in the simulator: how it was told to behave, so a report can say "simulated".
             "worker_simulator": {"knobs": self.knobs.as_dict(), "arg_parser": self.launch.parser,
-                                 "ignored_args": self.launch.ignored},
+                                 "ignored_args": self.launch.ignored, "resolved": resolved},
         })
         overrides = os.environ.get("SIM_SERVER_INFO_OVERRIDES", "").strip()
         if overrides:  # e.g. '{"disable_cuda_graph": true}' to rehearse an attestation warning

@@ -3,8 +3,12 @@
 Steps, each recorded with what it saw: the front door's health; the served model listed on
 /v1/models; for every configured check (prompt -> text the answer must contain) a greedy chat
 completion that contains it, the same request streamed giving the same text, and the greedy
-request repeated giving the same text; in pd, proof that the requests passed through prefill and
-decode (the workers' own request counters before and after, else their logs).
+request repeated giving the same text; the first check asked again behind a context of well over
+64 tokens (SGLang's sm_120 sparse-MLA takes another path above 64 query tokens, which failed for
+DeepSeek-V4's TP4 shape: flashinfer #5135); every answer checked for degenerate output (the same
+token at every step, vLLM #52938); in pd, proof that the requests passed through prefill and
+decode (the workers' own request counters before and after, else their logs). `compare_answers`
+then holds the greedy answers against the last smoke report of another topology.
 
 Nothing here prints or stores the API key: every text that leaves this module goes through
 `FrontDoor.redact`.
@@ -29,6 +33,22 @@ GENERATED_METRIC = "sglang:generation_tokens_total"
 # SGLang's scheduler log lines (scheduler_components/metrics_reporter.py), the fallback proof.
 LOG_MARKS = {"prefill": "Prefill batch", "decode": "Decode batch"}
 DETAIL_CHARS = 300  # error bodies are cut: enough to see why, not a page of HTML
+# The long-prompt check: SGLang's sm_120 decode kernel serves up to 64 query tokens per call
+# (SM120_DECODE_MAX_TOKENS, flash_mla_sm120.py); a longer prefill takes another kernel.
+LONG_PROMPT_MIN_TOKENS = 64
+LONG_CONTEXT = ("Background for the question below. A deployment bundle pins every package of an "
+                "inference stack, builds layered container images, renders compose files for each "
+                "topology, checks the configuration before anything starts, waits until the servers "
+                "truly serve, reads back which kernels they run, and measures their speed against a "
+                "baseline. The question that follows has a short answer; the text above is only "
+                "there to make the prompt long enough to take the prefill path. ")
+LONG_CONTEXT_REPEATS = 3  # about 270 words: far above 64 tokens for any tokenizer
+# Degenerate output (the same token every step): an answer fails when one word repeats this many
+# times in a row, or when, over at least DEGENERATE_MIN_WORDS words, fewer than this share are distinct.
+MAX_REPEAT_RUN = 6
+MIN_DISTINCT_SHARE = 0.3
+DEGENERATE_MIN_WORDS = 10
+MAX_CHAR_RUN = 24  # the same character 24 times in a row ("!!!!...", "......") without spaces
 SPREAD_PROMPTS_PER_REPLICA = 3  # dp: distinct prompts sent per replica to see the router spread them
 
 
@@ -111,12 +131,17 @@ class SmokeRunner:
         return _Failed(self.front.redact(f"HTTP {resp.status_code}: {resp.text[:DETAIL_CHARS]}"))
 
     def chat(self, prompt: str) -> str:
+        return self.chat_with_usage(prompt)[0]
+
+    def chat_with_usage(self, prompt: str) -> tuple[str, dict]:
+        """The answer's text and the usage the server reported (prompt_tokens, completion_tokens)."""
         resp = self.session.post(self.front.url + "/v1/chat/completions",
                                  json=self._chat_body(prompt, stream=False), timeout=self.timeout)
         if resp.status_code != 200:
             raise self._error(resp)
         try:
-            return resp.json()["choices"][0]["message"]["content"] or ""
+            body = resp.json()
+            return body["choices"][0]["message"]["content"] or "", body.get("usage") or {}
         except (ValueError, KeyError, IndexError, TypeError):
             raise _Failed(self.front.redact(f"not a chat completion: {resp.text[:DETAIL_CHARS]}")) from None
 
@@ -170,6 +195,8 @@ class SmokeRunner:
         before = self._counters() if self.workers else None
         for i, check in enumerate(self.checks, 1):
             self._one_check(i, check.prompt, check.expect)
+        self._step(f"long prompt (> {LONG_PROMPT_MIN_TOKENS} tokens)", self._long_prompt)
+        self._step("not degenerate", self._not_degenerate)
         if self.workers and self.entry.name == "pd":
             self._step("through prefill and decode", lambda: self._passed_through(before))
         if self.workers and self.entry.max_replicas > 1:
@@ -205,6 +232,33 @@ class SmokeRunner:
             "repeated", self.chat, "second run gave {other!r}; the first gave nothing",
             "temperature 0 twice: identical", "temperature 0 twice: {answer!r} then {other!r}")
         self._step(f"greedy repeatable{tag}", repeated)
+
+    def _long_prompt(self):
+        check = self.checks[0]
+        prompt = LONG_CONTEXT * LONG_CONTEXT_REPEATS + check.prompt
+        record = {"prompt": prompt, "expect": check.expect, "answer": None, "long_prompt": True}
+        self.report.answers.append(record)
+        text, usage = self.chat_with_usage(prompt)
+        record["answer"] = self.front.redact(text)
+        tokens = usage.get("prompt_tokens")
+        record["prompt_tokens"] = tokens
+        if tokens is not None and tokens <= LONG_PROMPT_MIN_TOKENS:
+            return False, (f"the prompt was only {tokens} tokens; the check needs more than "
+                           f"{LONG_PROMPT_MIN_TOKENS} to reach the prefill path")
+        size = f"{tokens} prompt tokens" if tokens is not None else "prompt tokens not reported"
+        ok = check.expect in record["answer"]
+        return ok, f"{size}: expected {check.expect!r} in {record['answer']!r}"
+
+    def _not_degenerate(self):
+        answered = [a for a in self.report.answers if a.get("answer")]
+        if not answered:
+            return False, "no answer came back to judge"
+        problems = [f"{why}: {a['answer'][:80]!r}" for a in answered
+                    for why in [degenerate(a["answer"])] if why]
+        if problems:
+            return False, "; ".join(problems)
+        return True, (f"{len(answered)} answers: no word {MAX_REPEAT_RUN}x in a row, at least "
+                      f"{MIN_DISTINCT_SHARE:.0%} distinct words")
 
     # ---- pd: did the requests pass through both workers? --------------------------------------
     def _counters(self) -> dict[str, dict]:
@@ -253,7 +307,7 @@ class SmokeRunner:
 
     def _passed_through(self, before: dict) -> tuple[bool, str]:
         after = self._counters()
-        expected = 3 * len(self.checks)  # plain, streamed, repeated per check
+        expected = 3 * len(self.checks) + 1  # plain, streamed, repeated per check; the long prompt
         parts, ok = [], True
         for role in self.workers.roles:
             b, a = before.get(role, {}), after.get(role, {})
@@ -273,6 +327,68 @@ class SmokeRunner:
             ok = ok and role_ok
             parts.append(text)
         return ok, f"{'; '.join(parts)}; smoke sent {expected}"
+
+
+def degenerate(text: str) -> str | None:
+    """Why `text` looks like a model stuck on one token (vLLM #52938), or None. Words are what a
+    client can count without the tokenizer; a run of one character catches scripts without spaces."""
+    words = text.split()
+    run = best = 0
+    for i, word in enumerate(words):
+        run = run + 1 if i and word == words[i - 1] else 1
+        best = max(best, run)
+    if best >= MAX_REPEAT_RUN:
+        return f"one word {best} times in a row"
+    if len(words) >= DEGENERATE_MIN_WORDS and len(set(words)) / len(words) < MIN_DISTINCT_SHARE:
+        return f"only {len(set(words))} distinct of {len(words)} words"
+    chars = run = 0
+    for i, ch in enumerate(text):
+        run = run + 1 if i and ch == text[i - 1] and not ch.isspace() else 1
+        chars = max(chars, run)
+    if chars >= MAX_CHAR_RUN:
+        return f"one character {chars} times in a row"
+    return None
+
+
+def compare_answers(report: SmokeReport, earlier: dict | None, *, where: str = "") -> None:
+    """Greedy answers must not depend on the topology: the same prompt, greedy, the same image,
+    gives the same text in tp4, pd and dp. Adds a step when `earlier` (another topology's smoke
+    report, as stored) shares prompts with this one; nothing to compare adds nothing."""
+    if not earlier:
+        return
+    theirs = {a.get("prompt"): a.get("answer") for a in earlier.get("answers", []) if a.get("answer") is not None}
+    pairs = [(a["prompt"], a["answer"], theirs[a["prompt"]]) for a in report.answers
+             if a.get("answer") is not None and a.get("prompt") in theirs]
+    if not pairs:
+        return
+    other = f"{earlier.get('topology')}{f' ({where})' if where else ''}"
+    differ = [f"{p[:40]!r}: {mine!r} here, {them!r} in {earlier.get('topology')}" for p, mine, them in pairs
+              if mine != them]
+    detail = "; ".join(differ) if differ else f"{len(pairs)} greedy answers identical to {other}"
+    report.steps.append(Step(f"same answers as {earlier.get('topology')}", not differ, detail))
+
+
+# What makes two smoke reports comparable: the same image (lock), model, length and rehearsal or not.
+COMPARABLE_KEYS = ("lock_hash", "image", "model", "max_tokens", "rehearsal")
+
+
+def last_comparable_report(project_dirs, like: dict) -> tuple[dict, str] | tuple[None, None]:
+    """The newest smoke report under `project_dirs` (other topologies' runs/<project>/ folders)
+    that agrees with `like` on COMPARABLE_KEYS, and its path."""
+    import glob
+    from pathlib import Path
+
+    found = []
+    for folder in project_dirs:
+        found += glob.glob(str(Path(folder) / "*-smoke" / "smoke.json"))
+    for path in sorted(found, key=lambda p: Path(p).parent.name, reverse=True):
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError):
+            continue
+        if all(k in data and data[k] == like.get(k) for k in COMPARABLE_KEYS):
+            return data, path
+    return None, None
 
 
 def smoke(front: FrontDoor, *, topology: str, checks, max_tokens: int,
