@@ -184,6 +184,8 @@ class _Builder:
             "metadata": self.meta(name, labels),
             "spec": {
                 "replicas": k8s_role.replicas,
+                # Workers start with the leader: a multi-node leader is not ready (/health) until
+                # every rank has joined, so LeaderReady would wait for good.
                 "startupPolicy": "LeaderCreated",
                 "rolloutStrategy": {"type": "RollingUpdate",
                                     "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0}},
