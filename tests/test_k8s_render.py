@@ -298,6 +298,10 @@ def test_kv_transfer_over_rdma_devices_or_tcp_named_as_slower(tmp_path):
     env = {e["name"]: e["value"] for e in container(
         lws_named(default, "-decode")["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["env"]}
     assert env["UCX_TLS"].startswith("tcp,") and "UCX_NET_DEVICES" not in env
+    resource_only = k8s_for(load_config(write_config(tmp_path, "kubernetes: {rdma: {resource: rdma/ib}}\n")), "pd")
+    env = {e["name"]: e["value"] for e in container(
+        lws_named(resource_only, "-decode")["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["env"]}
+    assert env["UCX_TLS"].startswith("rc,") and "tcp" in env["UCX_TLS"] and resource_only.warnings == ()
     mooncake = k8s_for(config(tmp_path, "dns"), "pd")
     args = container(lws_named(mooncake, "-prefill")["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["args"]
     assert args[args.index("--disaggregation-ib-device") + 1] == "mlx5_2"
@@ -378,3 +382,21 @@ def test_kubectl_client_dry_run_where_a_cluster_answers(tmp_path):
         # OpenAPI schema even with --dry-run=client (--validate=false too): no cluster, no check.
         pytest.skip(text)
     assert ok, text
+
+
+def test_tensor_parallel_over_nodes_uses_the_rdma_devices_or_says_it_is_on_tcp(tmp_path):
+    custom = k8s_for(config(tmp_path, "custom"), "dp")
+    env = {e["name"]: e["value"] for e in container(
+        lws_named(custom, "-replica")["spec"]["leaderWorkerTemplate"]["workerTemplate"])["env"]}
+    assert env["NCCL_IB_HCA"] == "mlx5_0:1,mlx5_1:1"
+    plain = k8s_for(load_config(write_config(tmp_path, "kubernetes: {dp: {nodes: 2}}\n")), "dp")
+    (warning,) = plain.warnings
+    assert "kubernetes.dp spreads tensor parallelism over 2 nodes" in warning and "TCP sockets" in warning
+    assert k8s_for(load_config(None), "dp").warnings == ()  # one node per copy: nothing crosses nodes
+
+
+def test_the_kubernetes_section_changes_nothing_compose_runs(tmp_path):
+    plain = render_for(load_config(write_config(tmp_path, NON_DEFAULT, "plain.yaml")), "pd")
+    with_k8s = render_for(load_config(write_config(tmp_path, K8S_CUSTOM, "k8s.yaml")), "pd")
+    assert with_k8s.commands == plain.commands
+    assert with_k8s.env == plain.env and with_k8s.role_env == plain.role_env

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from bundle.config.model import Deployment, Role
+from bundle.config.source import format_path
 from bundle.render.compose import ROUTER_PORT, Rendered
 from bundle.render.k8s import commands as cmd
 from bundle.render.k8s import pods
@@ -161,7 +162,7 @@ class _Builder:
         full = _prefix(argv, SERVER_MODULE) + args
         self.commands[name] = full
         self.compose_services[name] = role.name
-        env = self.server_env(role)
+        env = self.server_env(role, k8s_role.nodes)
         ports = [{"name": "http", "containerPort": self.dep.network.worker_port}]
         annotations = {}
         if role.service.role == PREFILL:
@@ -195,23 +196,35 @@ class _Builder:
         })
         self.objects.append(self.disruption_budget(f"{name}", {cmd.LWS_NAME_LABEL: name}, labels))
 
-    def server_env(self, role: Role) -> dict[str, str]:
+    def server_env(self, role: Role, nodes: int) -> dict[str, str]:
         # compose: `environment:` wins over `env_file:` (bundle.yaml's env of the server).
         env = {**self.rendered.role_env.get(role.name, {}),
                **pods.service_environment(self.rendered.compose_files, role.name, self.rendered.env)}
+        rdma = self.k8s.rdma
         if "UCX_TLS" in env:  # the pd workers: NIXL over UCX between pods, most likely on two nodes
-            devices = self.k8s.rdma.devices
-            if devices:
-                env["UCX_NET_DEVICES"] = ",".join(devices)
+            if rdma.devices:
+                env["UCX_NET_DEVICES"] = ",".join(rdma.devices)
                 env["UCX_TLS"] = "rc,ud,sm,self,cuda_copy,cuda_ipc"
+            elif rdma.resource:
+                env["UCX_TLS"] = "rc,ud,tcp,sm,self,cuda_copy,cuda_ipc"  # UCX picks the device
             else:
                 env["UCX_TLS"] = "tcp,sm,self,cuda_copy,cuda_ipc"
-                warning = (f"{self.dep.source.name}: kubernetes.rdma.devices is empty: KV moves between "
-                           f"prefill and decode pods over TCP, which works but is much slower than RDMA; "
-                           f"list the nodes' RDMA devices (e.g. mlx5_0:1) and kubernetes.rdma.resource")
-                if warning not in self.warnings:
-                    self.warnings.append(warning)
+                self.warn("KV moves between prefill and decode pods over TCP, which works but is much "
+                          "slower than RDMA")
+        if nodes > 1:
+            if rdma.devices:
+                env["NCCL_IB_HCA"] = ",".join(rdma.devices)
+            elif not rdma.resource:
+                self.warn(f"{format_path(self.k8s.role(role.service.config_key).key_path)} spreads tensor "
+                          f"parallelism over {nodes} nodes with no RDMA device: NCCL's all-reduces cross the "
+                          f"nodes over TCP sockets, which works but is much slower")
         return env
+
+    def warn(self, text: str) -> None:
+        line = (f"{self.dep.source.name}: {text}; give the nodes' RDMA devices (kubernetes.rdma.devices, "
+                f"e.g. mlx5_0:1) and their resource (kubernetes.rdma.resource)")
+        if line not in self.warnings:
+            self.warnings.append(line)
 
     # --- router and the front door ----------------------------------------------------------
     def router(self, roles: list[Role]) -> None:
