@@ -282,7 +282,8 @@ def test_labels_match_the_run_records_and_compose(tmp_path):
 
 
 def test_kv_transfer_over_rdma_devices_or_tcp_named_as_slower(tmp_path):
-    custom = k8s_for(config(tmp_path, "custom"), "pd")
+    pushed = K8S_CUSTOM + "image: {ref: registry.lab/sglang@sha256:00}\n"
+    custom = k8s_for(load_config(write_config(tmp_path, pushed)), "pd")
     assert custom.warnings == ()
     for suffix in ("-prefill", "-decode"):
         env = {e["name"]: e["value"] for e in container(
@@ -293,15 +294,17 @@ def test_kv_transfer_over_rdma_devices_or_tcp_named_as_slower(tmp_path):
         args = container(lws_named(custom, suffix)["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["args"]
         assert "--disaggregation-ib-device" not in args  # NIXL ignores it (sglang #28737): UCX_NET_DEVICES
     default = k8s_for(load_config(None), "pd")
-    (warning,) = default.warnings
+    image, warning = default.warnings
     assert "over TCP" in warning and "slower than RDMA" in warning
+    assert "image.ref is not set" in image and "push it to a registry" in image
     env = {e["name"]: e["value"] for e in container(
         lws_named(default, "-decode")["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["env"]}
     assert env["UCX_TLS"].startswith("tcp,") and "UCX_NET_DEVICES" not in env
     resource_only = k8s_for(load_config(write_config(tmp_path, "kubernetes: {rdma: {resource: rdma/ib}}\n")), "pd")
     env = {e["name"]: e["value"] for e in container(
         lws_named(resource_only, "-decode")["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["env"]}
-    assert env["UCX_TLS"].startswith("rc,") and "tcp" in env["UCX_TLS"] and resource_only.warnings == ()
+    assert env["UCX_TLS"].startswith("rc,") and "tcp" in env["UCX_TLS"]
+    assert not any("TCP" in w for w in resource_only.warnings)
     mooncake = k8s_for(config(tmp_path, "dns"), "pd")
     args = container(lws_named(mooncake, "-prefill")["spec"]["leaderWorkerTemplate"]["leaderTemplate"])["args"]
     assert args[args.index("--disaggregation-ib-device") + 1] == "mlx5_2"
@@ -390,9 +393,10 @@ def test_tensor_parallel_over_nodes_uses_the_rdma_devices_or_says_it_is_on_tcp(t
         lws_named(custom, "-replica")["spec"]["leaderWorkerTemplate"]["workerTemplate"])["env"]}
     assert env["NCCL_IB_HCA"] == "mlx5_0:1,mlx5_1:1"
     plain = k8s_for(load_config(write_config(tmp_path, "kubernetes: {dp: {nodes: 2}}\n")), "dp")
-    (warning,) = plain.warnings
+    (warning,) = [w for w in plain.warnings if "image.ref" not in w]
     assert "kubernetes.dp spreads tensor parallelism over 2 nodes" in warning and "TCP sockets" in warning
-    assert k8s_for(load_config(None), "dp").warnings == ()  # one node per copy: nothing crosses nodes
+    # One node per copy: nothing crosses nodes.
+    assert not any("TCP" in w for w in k8s_for(load_config(None), "dp").warnings)
 
 
 def test_the_kubernetes_section_changes_nothing_compose_runs(tmp_path):

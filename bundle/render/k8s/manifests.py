@@ -115,6 +115,10 @@ class _Builder:
 
     # --- the whole topology -----------------------------------------------------------------
     def build(self) -> K8sRendered:
+        if self.dep.image_ref is None:
+            self.warnings.append(f"{self.dep.source.name}: image.ref is not set, so the pods run {self.image}, "
+                                 f"the image this checkout builds: push it to a registry the nodes pull "
+                                 f"from and set image.ref to it (bundle pull's digest)")
         self.objects.append({"apiVersion": "v1", "kind": "Namespace",
                              "metadata": {"name": self.k8s.namespace, "labels": self.labels()}})
         if self.k8s.jit_cache.type == "pvc":
@@ -239,6 +243,7 @@ class _Builder:
         discovery = self.k8s.discovery == "selector"
         if discovery:
             self.objects += self.discovery_rbac(name, labels)
+        env = pods.service_environment(self.rendered.compose_files, router.name, self.rendered.env)
         volumes, mounts = [], []
         if self.k8s.api_key_secret is not None:
             volumes.append(pods.api_key_volume(self.k8s.api_key_secret))
@@ -246,8 +251,7 @@ class _Builder:
         container = {
             "name": "smg", "image": self.image, "imagePullPolicy": self.k8s.image_pull_policy,
             "command": pods.ENTRYPOINT, "args": full,
-            "env": pods.env_list(pods.service_environment(self.rendered.compose_files, router.name,
-                                                          self.rendered.env)),
+            **({"env": pods.env_list(env)} if env else {}),
             "ports": [{"name": "http", "containerPort": ROUTER_PORT}],
             # compose's router healthcheck: /readiness every 5 s, 10 s timeout, 3 retries, 5 min to
             # start. Readiness keeps the front Service empty until a worker (pd: a pair) is
