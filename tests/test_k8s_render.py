@@ -404,3 +404,15 @@ def test_the_kubernetes_section_changes_nothing_compose_runs(tmp_path):
     with_k8s = render_for(load_config(write_config(tmp_path, K8S_CUSTOM, "k8s.yaml")), "pd")
     assert with_k8s.commands == plain.commands
     assert with_k8s.env == plain.env and with_k8s.role_env == plain.role_env
+
+
+def test_cli_refuses_the_rehearsal_overlay_for_kubernetes(tmp_path, capsys):
+    assert main(["render", "--target", "k8s", "pd", "--rehearsal", "-o", str(tmp_path)]) == 2
+    assert "--rehearsal is a compose overlay" in capsys.readouterr().err
+
+
+def test_cli_kubectl_dry_run_says_why_it_skipped_without_a_cluster(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    assert main(["render", "--target", "k8s", "tp4", "-o", str(tmp_path / "out"), "--kubectl-dry-run"]) == 0
+    # No kubeconfig: kubectl (if there is one) talks to localhost:8080, where nothing answers.
+    assert "kubectl: skipped: " in capsys.readouterr().err
