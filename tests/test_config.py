@@ -119,8 +119,14 @@ def test_misspelled_server_flag_is_rejected_by_the_parser_snapshot(tmp_path):
 
 
 def test_bad_router_choice_is_rejected(tmp_path):
-    err = _problems(tmp_path, "pd:\n  router:\n    extra_args: ['--decode-policy', 'fastest']\n")
+    err = _problems(tmp_path, "pd:\n  router:\n    extra_args: ['--cache-index', 'fastest']\n")
     assert "invalid choice: 'fastest'" in err.problems[0]
+
+
+def test_a_router_policy_flag_in_extra_args_is_refused_as_managed(tmp_path):
+    # pd's line sets --prefill-policy and --decode-policy explicitly (from pd.router.policy).
+    err = _problems(tmp_path, "pd:\n  router:\n    extra_args: ['--decode-policy', 'cache_aware']\n")
+    assert "--decode-policy is set by the bundle itself" in err.problems[0]
 
 
 def test_missing_model_is_a_warning_for_validate_and_an_error_for_launch(tmp_path):

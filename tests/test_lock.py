@@ -43,6 +43,18 @@ def test_the_committed_lock_pins_the_measured_stack():
     assert lock.pins["python"] == "3.12" and lock.pins["cuda"].startswith("13.0.")
 
 
+def test_the_router_is_smg_in_every_lock_and_sglang_router_in_none():
+    # Both install an `smg` console script: one environment must never hold both.
+    locks = [*(REPO / "docker" / "requirements").glob("*.txt"), *(REPO / "requirements").glob("*.txt")]
+    holding = {path.name for path in locks if "smg" in parse_pins(path.read_text())}
+    assert {"pd.txt", "rehearsal.txt", "dev.txt"} <= holding
+    for path in locks:
+        pins = parse_pins(path.read_text())
+        assert "sglang-router" not in pins, f"{path} pins sglang-router"
+        if "smg" in pins:
+            assert pins["smg"] == load_lock().pins["smg"], path
+
+
 def test_base_image_digest_is_not_a_placeholder():
     digest = load_lock().pins["base_image"].split("@sha256:")[1]
     # A placeholder is usually one repeated character (000..., 111...) or a known dummy.
