@@ -64,13 +64,23 @@ def levels(result, what):
     return [f.level for f in result.findings if f.what == what]
 
 
+def resolved(info: dict) -> dict:
+    """A sample as a running 0.5.23 server reports it: /server_info is ServerArgs.resolved_dict(),
+    after the DeepSeek-V4 overrides (the samples hold the parser's unresolved values)."""
+    return {**info, "kv_cache_dtype": "fp8_e4m3", "moe_runner_backend": "flashinfer_mxfp4",
+            "attention_backend": "dsv4", "page_size": 256}
+
+
 def test_tp4_as_configured_is_all_ok_and_the_key_is_never_recorded(tmp_path):
-    result = judge(deployment(tmp_path), "tp4", {"server": sample("tp4.json")})
+    result = judge(deployment(tmp_path), "tp4", {"server": resolved(sample("tp4.json"))})
     assert result.ok, result.to_json()
     assert not result.warnings
     rec = result.records[0].fields
     assert rec["cuda_graphs"]["decode"] == {"backend": "full", "from": "cuda_graph_config.decode.backend"}
-    assert rec["moe_runner_backend"] == "marlin" and rec["tp_size"] == 4
+    assert rec["moe_runner_backend"] == "flashinfer_mxfp4" and rec["tp_size"] == 4
+    details = {f.what: f.detail for f in result.findings}
+    assert details["MoE runner"] == "auto -> flashinfer_mxfp4 (SGLang's choice)"
+    assert details["KV-cache dtype"] == "auto -> fp8_e4m3 (SGLang's choice)"
     assert SAMPLE_KEY not in result.to_json()
 
 
@@ -118,9 +128,20 @@ def test_eager_mode_asked_for_is_a_warning_not_a_failure(tmp_path):
 def test_moe_runner_other_than_configured_fails_and_triton_warns(tmp_path):
     info = sample("tp4.json")
     info["moe_runner_backend"] = "triton"
-    assert levels(judge(deployment(tmp_path), "tp4", {"server": info}), "MoE runner") == ["FAIL"]
+    assert levels(judge(deployment(tmp_path, "  moe_runner: marlin\n"), "tp4", {"server": info}),
+                  "MoE runner") == ["FAIL"]
     result = judge(deployment(tmp_path, "  moe_runner: triton\n"), "tp4", {"server": info})
     assert result.ok and levels(result, "MoE runner") == ["WARN"]
+    # auto that SGLang resolved to a Triton fallback is shown as a warning, not hidden as "auto".
+    result = judge(deployment(tmp_path), "tp4", {"server": info})
+    assert result.ok and levels(result, "MoE runner") == ["WARN"]
+
+
+def test_auto_the_server_did_not_resolve_says_what_could_not_be_read(tmp_path):
+    result = judge(deployment(tmp_path), "tp4", {"server": sample("tp4.json") | {"moe_runner_backend": "auto"}})
+    finding = {f.what: f for f in result.findings}
+    assert finding["MoE runner"].level == "WARN" and "could not be read" in finding["MoE runner"].detail
+    assert finding["KV-cache dtype"].level == "WARN" and "could not be read" in finding["KV-cache dtype"].detail
 
 
 def test_sparse_mla_backend_is_read_from_the_server_process_environment(tmp_path):
@@ -157,7 +178,25 @@ def test_tp_size_kv_dtype_version_and_collectives_mismatches_fail(tmp_path):
                                ("disable_custom_all_reduce", False, "PCIe-safe collectives")):
         info = sample("tp4.json")
         info[field] = value
-        assert levels(judge(deployment(tmp_path), "tp4", {"server": info}), what) == ["FAIL"], field
+        dep = deployment(tmp_path, "  kv_cache_dtype: bf16\n")
+        assert levels(judge(dep, "tp4", {"server": info}), what) == ["FAIL"], field
+
+
+def test_a_host_decided_for_p2p_must_run_p2p_collectives(tmp_path):
+    from bundle.config.levers import Collectives
+
+    dep = deployment(tmp_path)
+    p2p = Collectives(False, "probe", "all-reduce with P2P finished on every group")
+    env = {"server": dict(GOOD_ENV, NCCL_P2P_DISABLE="0")}
+    workers = SavedWorkers({"server": resolved(sample("tp4.json"))}, env)
+    result = attest.judge("tp4", workers, workers, attest.expectations(dep, "tp4", p2p))
+    finding = next(f for f in result.findings if f.what == "PCIe-safe collectives")
+    assert finding.level == "FAIL" and "custom all-reduce is off, but P2P collectives were chosen" in finding.detail
+    assert "decided by probe: all-reduce with P2P finished" in finding.detail
+    info = resolved(sample("tp4.json")) | {"disable_custom_all_reduce": False}
+    workers = SavedWorkers({"server": info}, env)
+    result = attest.judge("tp4", workers, workers, attest.expectations(dep, "tp4", p2p))
+    assert levels(result, "PCIe-safe collectives") == ["OK"]
 
 
 def test_mtp_asked_for_but_not_running_fails(tmp_path):
@@ -167,6 +206,12 @@ def test_mtp_asked_for_but_not_running_fails(tmp_path):
     info["speculative_algorithm"] = "EAGLE"  # what SGLang resolves NEXTN to
     result = judge(deployment(tmp_path, "  speculative: mtp\n"), "tp4", {"server": info})
     assert levels(result, "speculative decoding") == ["OK"]
+    info.update(speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4)
+    assert levels(judge(deployment(tmp_path, "  speculative: mtp\n"), "tp4", {"server": info}),
+                  "speculative decoding") == ["OK"]
+    result = judge(deployment(tmp_path, "  speculative: mtp-light\n"), "tp4", {"server": info})
+    finding = next(f for f in result.findings if f.what == "speculative decoding")
+    assert finding.level == "FAIL" and "(1, 1, 2)" in finding.detail and "steps 3" in finding.detail
 
 
 def test_unreadable_server_info_fails_without_keeping_the_body(tmp_path):

@@ -63,7 +63,7 @@ def build_context(args: argparse.Namespace):
         image=image,
         expected_lock_hash=lock_hash,
         gpu_groups={role.name: tuple(role.gpus) for role in roles},
-        pcie_safe_collectives=bool(dep.levers.pcie_safe_collectives),
+        pcie_safe_collectives=dep.levers.pcie_safe_collectives,
         nixl_gpus=nixl_gpus,
         host_python_nixl=not args.no_host_nixl,
     )

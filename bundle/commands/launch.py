@@ -51,9 +51,14 @@ def run(args: argparse.Namespace) -> int:
 
         # The image's tag is a hash of its inputs: known before anything is built.
         extra = rehearsal.env_values(rehearsal_image.image_tag(), knobs=knobs)
-    # 1. Everything that can be checked before touching Docker: a bad config stops here.
+    # 1. Everything that can be checked before touching Docker: a bad config stops here (its schema
+    # at load; the rules after the collectives decision, which render needs).
+    from bundle.commands._common import load
+
+    dep = load(args)
+    decision = _decide_collectives(dep, args, console)
     prepared = prepare(args, args.topology, require_model=not args.rehearsal, rehearsal=args.rehearsal,
-                       extra_env=extra)
+                       extra_env=extra, dep=dep, collectives=decision)
     dep, topology = prepared.dep, prepared.topology
     for warning in prepared.findings.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
@@ -80,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
                           exit_code=EXIT_ENVIRONMENT)
     rendered.write()
     run_dir = runstate.new_run_dir(project, "launch")
+    _record_collectives(decision, project, run_dir)
     runstate.save(runstate.LaunchRecord.of(rendered, rehearsal=args.rehearsal, config=dep.source.name,
                                            run_dir=run_dir))
     stack = docker.stack_of(rendered)
@@ -129,6 +135,53 @@ def _stop_compose_up(starting: BackgroundUp | None) -> None:
         except psutil.Error:
             pass
     starting.join(timeout=30)
+
+
+COLLECTIVES_NAME = "collectives.json"
+
+
+def _decide_collectives(dep, args, console):
+    """levers.pcie_safe_collectives for this host (bundle.doctor.collectives), shown with its reason.
+    A project that is up keeps the decision it was launched with: its servers hold the GPUs, and
+    probing them under load would measure nothing useful."""
+    from bundle import topology as registry
+    from bundle.config.levers import Collectives
+    from bundle.doctor import collectives
+
+    topology = registry.get(args.topology)
+    project = dep.project_name(topology.name)
+    groups = {role.name: tuple(role.gpus) for role in dep.roles(topology)}
+    decision = None
+    if dep.levers.pcie_safe_collectives == "auto" and not args.rehearsal:
+        saved = runstate.project_dir(project) / COLLECTIVES_NAME
+        try:
+            up = bool(docker.project_containers(project))
+        except BundleError:
+            up = False
+        if up and saved.is_file():
+            data = json.loads(saved.read_text())
+            decision = Collectives(data["pcie_safe"], data["source"],
+                                   f"kept from the launch that started the running project: {data['reason']}",
+                                   data.get("evidence", {}))
+        else:
+            from bundle.images.lock import load_lock
+
+            image = dep.image_ref or load_lock().image_ref
+            console.print("deciding PCIe-safe collectives for this host (NCCL all-reduce, P2P on and off) ...")
+            decision = collectives.decide_for_host(dep.levers, groups, image=image)
+    decision = decision or collectives.decide_for_host(dep.levers, groups, image=None, rehearsal=args.rehearsal)
+    setting = ("PCIe-safe (NCCL_P2P_DISABLE=1, --disable-custom-all-reduce)" if decision.pcie_safe
+               else "P2P and custom all-reduce (SGLang's default)")
+    console.print(f"collectives: {setting}; {decision.source}: {decision.reason}", markup=False)
+    return decision
+
+
+def _record_collectives(decision, project: str, run_dir) -> None:
+    """The decision and its evidence, in the launch's folder and as the project's latest."""
+
+    text = json.dumps(decision.as_dict(), indent=2) + "\n"
+    (run_dir / COLLECTIVES_NAME).write_text(text)
+    (runstate.project_dir(project) / COLLECTIVES_NAME).write_text(text)
 
 
 def _sim_knobs(pairs: list[str], rehearsal: bool) -> dict[str, str]:

@@ -79,8 +79,11 @@ def p2p_topology(ctx: HostContext) -> CheckResult:
     if not pcie_groups:
         return ok("NVLink between the GPUs of every group: NCCL P2P and custom all-reduce are safe", **details)
     what = f"PCIe only (no NVLink) within {', '.join(pcie_groups)}"
+    if ctx.pcie_safe_collectives == "auto":
+        return ok(f"{what}; levers.pcie_safe_collectives: auto decides from the NCCL all-reduce "
+                  f"(check nccl) at launch", **details)
     if ctx.pcie_safe_collectives:
         return ok(f"{what}; the config sets NCCL_P2P_DISABLE=1 and --disable-custom-all-reduce", **details)
     return warn(f"{what}: NCCL P2P and SGLang's custom all-reduce are known to hang on such boxes",
-                "set levers.pcie_safe_collectives: true in bundle.yaml (NCCL_P2P_DISABLE=1, "
-                "--disable-custom-all-reduce)", **details)
+                "set levers.pcie_safe_collectives: auto (decided by the NCCL check) or true in bundle.yaml "
+                "(NCCL_P2P_DISABLE=1, --disable-custom-all-reduce)", **details)

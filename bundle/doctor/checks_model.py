@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, fail, ok, skip, warn
+from bundle.rules.checkpoint import unsupported_checkpoint
 
 INDEX_NAME = "model.safetensors.index.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model")
@@ -26,6 +27,10 @@ def model_files(ctx: HostContext) -> CheckResult:
         model_type = json.loads(config.read_text()).get("model_type", "unknown")
     except (ValueError, OSError) as exc:
         return fail(f"{config} is not readable JSON: {exc}", "re-download config.json", path=str(root))
+    refused = unsupported_checkpoint(config)
+    if refused:
+        return fail(refused, "download DeepSeek-V4-Flash to that folder, or set model.path in bundle.yaml",
+                    path=str(root), model_type=model_type)
 
     index = root / INDEX_NAME
     if index.is_file():

@@ -20,7 +20,7 @@ class HostContext:
     image: str | None = None  # the worker image the NIXL check runs in, when present locally
     expected_lock_hash: str | None = None
     gpu_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)  # "prefill" -> (0, 1, 2, 3)
-    pcie_safe_collectives: bool | None = None  # the config's lever; None when no config says
+    pcie_safe_collectives: bool | str | None = None  # the config's lever (true, false, "auto"); None: unknown
     nixl_gpus: tuple[int, int] = (0, 4)  # a prefill GPU and a decode GPU
     host_python_nixl: bool = True  # allow the DRAM fallback on this host's Python
 

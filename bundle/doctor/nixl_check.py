@@ -195,7 +195,7 @@ def run_on_host(*, mem: str = "DRAM", size: int = 4096, gpus: tuple[int, int] | 
 def run_in_image(image: str, *, mem: str = "VRAM", size: int = 4096,
                  gpus: tuple[int, int] | None = (0, 4), timeout: float = 300) -> NixlCheckResult:
     """Run the probe inside `image` with the settings the compose files give the workers."""
-    from bundle import docker  # the one module that talks to Docker
+    from bundle.stack import docker  # the one module that talks to Docker
 
     output = docker.run_probe_container(
         image,

@@ -224,13 +224,30 @@ def _quote_env_value(value: str, key_path: tuple, source: str) -> str:
                        f"\" $ \\ and newlines, not both; simplify {value!r}"], source=source)
 
 
+class _ComposeLoader(yaml.SafeLoader):
+    """YAML as compose reads it: its merge tags `!reset` (drop the inherited value) and `!override`
+    (replace it) load as the value they carry; the rehearsal overlays use `!reset`."""
+
+
+def _tagged_value(loader, node):
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+for _tag in ("!reset", "!override"):
+    _ComposeLoader.add_constructor(_tag, _tagged_value)
+
+
 def up_services(files, profiles=()) -> dict[str, str | list]:
     """Each service `up` starts with `profiles` active -> its `command:` as the files spell it (the
     last file that sets it wins, as in compose). A contract test compares the resolved commands
     with `docker compose config`."""
     services: dict[str, dict] = {}
     for path in files:
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = yaml.load(Path(path).read_text(), Loader=_ComposeLoader) or {}  # noqa: S506 - a SafeLoader
         for name, service in (data.get("services") or {}).items():
             if not isinstance(service, dict):
                 continue

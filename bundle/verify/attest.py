@@ -38,9 +38,13 @@ SLOW_ATTENTION = {"triton", "torch_native", "flex_attention"}
 SLOW_MOE = {"triton", "triton_kernel", "lora_triton"}
 SLOW_SPARSE_MLA = {"triton": "SGLang's Triton sparse-MLA decode (CUDA cores, ~0.2-12 ms per layer call)",
                    "torch": "the torch sparse-MLA path"}
-# SGLang's algorithm names for DeepSeek's MTP head (levers.MTP_ARGS uses NEXTN; SGLang may resolve
-# it to EAGLE, which NEXTN is a variant of).
+# SGLang's algorithm names for DeepSeek's MTP head (levers.MTP_ARGS asks for EAGLE; NEXTN is the
+# alias SGLang resolves to EAGLE).
 MTP_ALGORITHMS = {"NEXTN", "EAGLE"}
+# Values a server reports when it did not resolve a field (SGLang answers with resolved_dict(), so a
+# real 0.5.23 server never should): attestation then says it could not read SGLang's choice.
+UNRESOLVED = {None, "auto"}
+KV_ALIASES = {"bf16": "bfloat16"}
 # The fields recorded per worker (server_info key -> report name). Nothing else is kept.
 RECORDED = {
     "version": "sglang_version", "tp_size": "tp_size", "kv_cache_dtype": "kv_cache_dtype",
@@ -49,6 +53,8 @@ RECORDED = {
     "disaggregation_mode": "disaggregation_mode",
     "disaggregation_transfer_backend": "transfer_backend", "speculative_algorithm": "speculative_algorithm",
     "disable_custom_all_reduce": "disable_custom_all_reduce",
+    "speculative_num_steps": "speculative_num_steps", "speculative_eagle_topk": "speculative_eagle_topk",
+    "speculative_num_draft_tokens": "speculative_num_draft_tokens", "page_size": "page_size",
 }
 INFO_PATHS = ("/server_info", "/get_server_info")  # the second is 0.5.23's deprecated alias
 
@@ -83,9 +89,12 @@ class Expected:
     sparse_mla_env: str  # SGLANG_SM120_FLASHMLA_BACKEND
     overlay: bool  # the bundle's sparse-MLA kernel overlay
     cuda_graphs: bool
-    speculative: str  # "none" or "mtp"
+    speculative: str  # "none", a levers preset ("mtp", "mtp-light"), or "custom" (from extra_args)
     pcie_safe: bool
     sglang_version: str | None
+    # (steps, top-k, draft tokens) of the preset; None: not checked
+    speculative_shape: tuple[int, int, int] | None = None
+    collectives_why: str = ""  # how the PCIe-safe decision was made (levers.Collectives)
     disaggregation_mode: str = "null"
     transfer_backend: str | None = None
 
@@ -114,11 +123,13 @@ class Attestation:
 
 
 # ---- what the config asks for ----------------------------------------------------------------
-def expectations(dep, topology) -> dict[str, Expected]:
-    """Per server (by service name): what the config asks it to run (`topology`: a name or entry)."""
+def expectations(dep, topology, collectives: levers.Collectives | None = None) -> dict[str, Expected]:
+    """Per server (by service name): what the config asks it to run (`topology`: a name or entry;
+    `collectives`: the PCIe-safe decision the launch rendered, else the unprobed one)."""
     entry = registry.get(topology) if isinstance(topology, str) else topology
     lv = dep.levers
-    env = levers.environment(lv)
+    collectives = collectives or levers.unprobed_collectives(lv)
+    env = levers.environment(lv, collectives)
     try:
         from bundle.images.lock import load_lock
 
@@ -137,14 +148,23 @@ def expectations(dep, topology) -> dict[str, Expected]:
             sparse_mla_env=role.env.get("SGLANG_SM120_FLASHMLA_BACKEND", env["SM120_SPARSE_MLA_BACKEND"]),
             overlay=env["BUNDLE_SPARSE_MLA_OVERLAY"] == "1",
             cuda_graphs=lv.cuda_graphs and not graphs_off,
-            speculative="mtp" if (lv.speculative == "mtp"
-                                  or option_value(extra, "--speculative-algorithm")) else "none",
-            pcie_safe=lv.pcie_safe_collectives, sglang_version=version)
+            speculative="custom" if option_value(extra, "--speculative-algorithm") else lv.speculative,
+            pcie_safe=collectives.pcie_safe, sglang_version=version,
+            speculative_shape=_preset_shape(lv.speculative),
+            collectives_why=f"{collectives.source}: {collectives.reason}")
         if role.service.role in (PREFILL, DECODE):
             exp.disaggregation_mode = role.service.role
             exp.transfer_backend = dep.pd.transfer_backend
         out[role.name] = exp
     return out
+
+
+def _preset_shape(preset: str) -> tuple[int, int, int] | None:
+    args = levers.SPECULATIVE_ARGS.get(preset) or []
+    if not args:
+        return None
+    return tuple(int(option_value(args, flag)) for flag in (
+        "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"))
 
 
 # ---- reading ---------------------------------------------------------------------------------------
@@ -241,16 +261,28 @@ def evaluate(record: WorkerRecord, exp: Expected) -> list[Finding]:
     else:
         add(OK, "TP size", str(exp.tp_size))
 
-    if f.get("kv_cache_dtype") != exp.kv_cache_dtype:
-        add(FAIL, "KV-cache dtype", f"runs {f.get('kv_cache_dtype')}, the config asks for {exp.kv_cache_dtype}")
+    kv = f.get("kv_cache_dtype")
+    if exp.kv_cache_dtype == "auto":
+        if kv in UNRESOLVED:
+            add(WARN, "KV-cache dtype", f"the server reported {kv!r}: what SGLang resolved auto to could "
+                                        f"not be read (0.5.23 resolves it to fp8_e4m3 for DeepSeek-V4)")
+        else:
+            add(OK, "KV-cache dtype", f"auto -> {kv} (SGLang's choice)")
+    elif KV_ALIASES.get(kv, kv) != KV_ALIASES.get(exp.kv_cache_dtype, exp.kv_cache_dtype):
+        add(FAIL, "KV-cache dtype", f"runs {kv}, the config asks for {exp.kv_cache_dtype}")
     else:
-        add(OK, "KV-cache dtype", str(f.get("kv_cache_dtype")))
+        add(OK, "KV-cache dtype", str(kv))
 
     moe = f.get("moe_runner_backend")
     if exp.moe_runner != "auto" and moe != exp.moe_runner:
         add(FAIL, "MoE runner", f"runs {moe}, the config asks for {exp.moe_runner}")
+    elif exp.moe_runner == "auto" and moe in UNRESOLVED:
+        add(WARN, "MoE runner", f"the server reported {moe!r}: what SGLang resolved auto to could not be "
+                                f"read (0.5.23 picks flashinfer_mxfp4 for DeepSeek-V4's FP4 experts on sm_120)")
     elif moe in SLOW_MOE:
-        add(WARN, "MoE runner", f"{moe}: a Triton fallback on sm_120 (marlin is the bundle's choice)")
+        add(WARN, "MoE runner", f"{moe}: a Triton fallback on sm_120 (SGLang's auto picks flashinfer_mxfp4)")
+    elif exp.moe_runner == "auto":
+        add(OK, "MoE runner", f"auto -> {moe} (SGLang's choice)")
     else:
         add(OK, "MoE runner", str(moe))
 
@@ -272,25 +304,54 @@ def evaluate(record: WorkerRecord, exp: Expected) -> list[Finding]:
         else:
             add(OK, "transfer backend", str(exp.transfer_backend))
 
-    spec = f.get("speculative_algorithm")
-    if exp.speculative == "mtp" and str(spec).upper() not in MTP_ALGORITHMS:
-        add(FAIL, "speculative decoding", f"the config asks for MTP; the server runs {spec or 'none'}")
-    elif exp.speculative == "none" and spec:
-        add(FAIL, "speculative decoding", f"the config asks for none; the server runs {spec}")
-    else:
-        add(OK, "speculative decoding", str(spec or "none"))
+    _speculative(f, exp, add)
+    _collectives(record, exp, add)
+    return out
 
+
+def _speculative(f: dict, exp: Expected, add) -> None:
+    spec = f.get("speculative_algorithm")
+    shape = tuple(f.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk",
+                                     "speculative_num_draft_tokens"))
+    shown = f"{spec} (steps {shape[0]}, top-k {shape[1]}, draft tokens {shape[2]})" if spec else "none"
+    if exp.speculative == "none":
+        if spec:
+            add(FAIL, "speculative decoding", f"the config asks for none; the server runs {shown}")
+        else:
+            add(OK, "speculative decoding", "none")
+        return
+    if str(spec).upper() not in MTP_ALGORITHMS and exp.speculative != "custom":
+        add(FAIL, "speculative decoding", f"the config asks for {exp.speculative}; the server runs {shown}")
+    elif not spec:
+        add(FAIL, "speculative decoding", f"extra_args ask for speculative decoding; the server runs none")
+    elif exp.speculative_shape and None not in shape and shape != exp.speculative_shape:
+        add(FAIL, "speculative decoding", f"the config asks for {exp.speculative} (steps, top-k, draft tokens "
+                                          f"{exp.speculative_shape}); the server runs {shown}")
+    else:
+        add(OK, "speculative decoding", f"{exp.speculative}: {shown}")
+
+
+def _collectives(record: WorkerRecord, exp: Expected, add) -> None:
+    f = record.fields
+    p2p = (record.env or {}).get("NCCL_P2P_DISABLE")
+    why = f" (decided by {exp.collectives_why})" if exp.collectives_why else ""
     if exp.pcie_safe:
-        p2p = (record.env or {}).get("NCCL_P2P_DISABLE")
         if not f.get("disable_custom_all_reduce"):
-            add(FAIL, "PCIe-safe collectives", "custom all-reduce is on; levers.pcie_safe_collectives asks "
-                                               "for --disable-custom-all-reduce (hangs on PCIe-only hosts)")
+            add(FAIL, "PCIe-safe collectives", "custom all-reduce is on; the PCIe-safe decision asks for "
+                                               f"--disable-custom-all-reduce (hangs on some PCIe-only hosts){why}")
         elif record.env is not None and p2p != "1":
-            add(FAIL, "PCIe-safe collectives", f"NCCL_P2P_DISABLE={p2p} in the server process, expected 1")
+            add(FAIL, "PCIe-safe collectives", f"NCCL_P2P_DISABLE={p2p} in the server process, expected 1{why}")
         else:
             add(OK, "PCIe-safe collectives", "custom all-reduce off" +
-                (", NCCL_P2P_DISABLE=1" if record.env is not None else ""))
-    return out
+                (", NCCL_P2P_DISABLE=1" if record.env is not None else "") + why)
+        return
+    if f.get("disable_custom_all_reduce"):
+        add(FAIL, "PCIe-safe collectives", f"custom all-reduce is off, but P2P collectives were chosen{why}")
+    elif record.env is not None and p2p == "1":
+        add(FAIL, "PCIe-safe collectives", f"NCCL_P2P_DISABLE=1 in the server process, but P2P collectives "
+                                           f"were chosen{why}")
+    else:
+        add(OK, "PCIe-safe collectives", "P2P and custom all-reduce on" + why)
 
 
 def _sparse_mla(record: WorkerRecord, exp: Expected, add) -> None:
@@ -333,7 +394,7 @@ def attest(dep, rendered, *, stack=None) -> Attestation:
     else:
         front = front_door(dep, topology)  # the lone server is the front door (and holds the key)
         info_from = HttpWorkers({name: front.url for name in servers}, front.headers)
-    return judge(topology.name, info_from, env_from, expectations(dep, topology))
+    return judge(topology.name, info_from, env_from, expectations(dep, topology, rendered.collectives))
 
 
 def judge(topology: str, info_from: Workers, env_from: Workers | None,
