@@ -1,0 +1,27 @@
+"""The SBOM: CycloneDX (cyclonedx-bom, from the mounted audit tools) of the image's venv; its digest
+is compared with the image's label when the image carries one."""
+
+from __future__ import annotations
+
+from bundle.images.audit.context import AuditContext
+from bundle.images.audit.core import Finding, Level
+
+SBOM_LABEL = "io.sglang-bundle.sbom-sha256"
+SBOM_PATH = "/opt/bundle/sbom.cdx.json"
+
+
+def sbom(ctx: AuditContext) -> tuple[str, list[Finding]]:
+    facts = ctx.facts.get("sbom") or {}
+    if not facts.get("ok"):
+        return "no SBOM", [Finding(Level.FAIL, f"cyclonedx-py failed: {facts.get('error') or facts.get('probe_error')}",
+                                   "run with --debug; the tools are in .cache/audit-tools")]
+    findings = []
+    label = ctx.labels.get(SBOM_LABEL)
+    in_image = facts.get("in_image_sha256")
+    if label is None:
+        findings.append(Finding(Level.INFO, f"the image has no {SBOM_LABEL} label (built before SBOMs were "
+                                             f"written into images)", "rebuild with `bundle build`"))
+    elif in_image != label:
+        findings.append(Finding(Level.FAIL, f"{SBOM_PATH} in the image has sha256 {in_image}, the label says {label}",
+                                "rebuild the runtime layer: bundle build --layer runtime"))
+    return f"CycloneDX {facts.get('spec_version')}, {facts['components']} components", findings

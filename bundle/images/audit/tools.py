@@ -1,0 +1,47 @@
+"""The audit's own tools (cuobjdump from nvidia-cuda-cuobjdump, cyclonedx-bom), installed once from
+requirements/audit-tools.txt (hashes required) into .cache/audit-tools/py for CPython 3.12 on
+manylinux x86_64, and mounted read-only into the audited container: never part of the image."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+from bundle import paths
+from bundle.errors import EXIT_ENVIRONMENT, BundleError
+
+CUOBJDUMP = "py/nvidia/cu13/bin/cuobjdump"
+PYTHON = "3.12"  # the image's Python: the tools' compiled wheels (lxml, rpds-py) must match it
+PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in range(17, 29)] + ["manylinux2014_x86_64"]
+
+
+def requirements_file() -> Path:
+    return paths.project_root() / "requirements" / "audit-tools.txt"
+
+
+def ensure(report=None) -> Path:
+    """The tools folder, installed (again) when requirements/audit-tools.txt changed."""
+    req = requirements_file()
+    if not req.is_file():
+        raise BundleError(f"{req}: missing", exit_code=EXIT_ENVIRONMENT, hint="restore it from git")
+    folder = paths.project_root() / ".cache" / "audit-tools"
+    stamp = folder / "installed-from.sha256"
+    digest = hashlib.sha256(req.read_bytes()).hexdigest()
+    if stamp.is_file() and stamp.read_text().strip() == digest and (folder / CUOBJDUMP).is_file():
+        return folder
+    if report:
+        report(f"installing the audit tools from {req.name} into {folder} ...")
+    platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade",
+           "--target", str(folder / "py"), "--require-hashes", "--no-deps", "--only-binary=:all:",
+           "--python-version", PYTHON, "--implementation", "cp", "--abi", "cp312", "--abi", "abi3",
+           "--abi", "none", *platforms, "-r", str(req)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not (folder / CUOBJDUMP).is_file():
+        tail = " / ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        raise BundleError(f"installing the audit tools from {req} failed: {tail}", exit_code=EXIT_ENVIRONMENT,
+                          hint="check that PyPI is reachable (pip's index settings apply)")
+    stamp.write_text(digest + "\n")
+    return folder
