@@ -31,6 +31,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--range-ratio", type=float, metavar="R",
                         help="bench_serving's --random-range-ratio (default: bench.range_ratio)")
     parser.add_argument("--label", help="a name for this run in the history, table and plot")
+    parser.add_argument("--soak", metavar="DURATION",
+                        help="soak mode: run at one concurrency (the highest configured, or --concurrency C) "
+                             "for this long, e.g. 30m; reports errors and latency drift from the first "
+                             "minute to the last")
+    parser.add_argument("--gate", type=float, metavar="PCT",
+                        help="regression gate: exit 1 when throughput, TPOT or TTFT is worse than the earlier "
+                             "run (--against, default: the last of the same config and image) by more than PCT%%")
+    parser.add_argument("--against", metavar="RUN",
+                        help="the run id (runs/<project>/bench.jsonl, e.g. 20261201-083000-bench) --gate compares with")
     parser.add_argument("--json", action="store_true", help="print the run's JSON record on stdout")
 
 
@@ -53,6 +62,12 @@ def run(args: argparse.Namespace) -> int:
             raise BundleError(f"{name} must be at least 1", exit_code=2)
     if args.concurrency and min(args.concurrency) < 1:
         raise BundleError("--concurrency levels must be at least 1", exit_code=2)
+    if args.against and args.gate is None:
+        raise BundleError("--against names the run --gate compares with; add --gate PCT", exit_code=2)
+    if args.gate is not None and (args.gate < 0 or args.soak):
+        raise BundleError("--gate takes a percentage >= 0 and gates a benchmark, not a soak", exit_code=2)
+    if args.soak:
+        return _soak(args, target)
     env = record.env
     plan = bench.plan(dep, topology, env, concurrency=args.concurrency, input_len=args.input_len,
                       output_len=args.output_len, prompts_per_concurrency=args.prompts_per_concurrency,
@@ -86,13 +101,85 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"recorded: {runstate.project_dir(record.project) / report.BENCH_HISTORY} "
                   f"(run {result['run_id']}); details: {run_dir}"
                   + (f"; plot: {plot}" if plot else "; no plot (pip install '.[plot]' for matplotlib)"))
+    gated = _gate(args, history, result, run_dir, console) if args.gate is not None else None
     bad = [lv for lv in result["levels"] if lv["status"] != "ok"]
     if bad:
         reasons = "; ".join(f"C={lv['concurrency']} {lv['status']}: {lv['reason']}" for lv in bad)
         code = EXIT_TIMEOUT if any(lv["status"] == "timeout" for lv in bad) else EXIT_FAILED
         raise BundleError(f"bench {topology.name}: {len(bad)} of {len(result['levels'])} levels did not "
                           f"complete cleanly (measured levels are recorded): {reasons}", exit_code=code)
+    if gated is not None and not gated["ok"]:
+        what = "; ".join(gated["regressions"]) or "no level was measured in both runs"
+        raise BundleError(f"bench {topology.name}: regression gate ({args.gate:g}%) against run "
+                          f"{gated['against']} failed: {what}", exit_code=EXIT_FAILED)
     return 0
+
+
+def _gate(args, history, result, run_dir, console) -> dict:
+    """The gate's verdict (also written to the run's gate.json); no earlier run to compare with is
+    an error, never a silent pass."""
+    from bundle.errors import EXIT_FAILED, BundleError
+    from bundle.verify import bench, report
+
+    reference = bench.gate_reference(history, result, args.against)
+    if reference is None:
+        wanted = (f"run {args.against!r} is not in the history (or names more than one)" if args.against else
+                  "no earlier run of this topology with the same config and image")
+        raise BundleError(f"bench --gate: {wanted}; nothing to gate against (this run is recorded: "
+                          f"{result['run_id']})", hint="run once without --gate to record a reference, or "
+                          "name one with --against RUN", exit_code=EXIT_FAILED)
+    gated = bench.gate(result, reference, args.gate)
+    report.write_json(run_dir / "gate.json", gated)
+    for line in report.gate_lines(gated):
+        console.print(line, markup=False)
+    return gated
+
+
+def _soak(args, target) -> int:
+    """`--soak DURATION`: one concurrency for a fixed time; exit 1 on any error."""
+    from bundle.durations import parse_duration
+    from bundle.errors import EXIT_FAILED, BundleError
+    from bundle.stack.frontdoor import front_door
+    from bundle.verify import bench, report
+
+    dep, topology, record = target.dep, target.topology, target.launch
+    duration = parse_duration(args.soak, what="--soak")
+    concurrency = args.concurrency or [max(dep.bench.concurrency)]
+    if len(concurrency) != 1:
+        raise BundleError("--soak runs one concurrency: give --concurrency one level", exit_code=2)
+    plan = bench.plan(dep, topology, record.env, concurrency=concurrency, input_len=args.input_len,
+                      output_len=args.output_len, prompts_per_concurrency=args.prompts_per_concurrency,
+                      level_timeout=args.soak, range_ratio=args.range_ratio, label=args.label)
+    front = front_door(dep, topology)
+    console = report.console(stderr=args.json)
+    console.print(f"soak {topology.name}: C={concurrency[0]} for {duration:.0f} s against {plan.base_url}")
+    stack = record.stack()
+    result, run_dir = bench.run_soak(
+        stack, plan, duration_s=duration, project=record.project, rehearsal=record.rehearsal, env=record.env,
+        api_key_file=dep.api_key_file, redact=front.redact,
+        on_round=lambda n, left: console.print(f"round {n}: {left:.0f} s left"),
+        stack_gone=lambda: _gone(stack, topology.front_service))
+    if args.json:
+        import json
+
+        print(front.redact(json.dumps(result, indent=2)))
+    else:
+        console.print(report.soak_table(result))
+    console.print(f"recorded: {runstate_path(record.project)} (run {result['run_id']}); details: {run_dir}")
+    if not result["ok"]:
+        s = result["soak"]
+        why = s["stopped"] or (f"{s['failed']} of {s['completed'] + s['failed']} requests failed: "
+                               f"{'; '.join(s['error_samples']) or 'no error text'}" if s["failed"]
+                               else "no request completed")
+        raise BundleError(f"soak {topology.name} failed: {why}", exit_code=EXIT_FAILED)
+    return 0
+
+
+def runstate_path(project: str):
+    from bundle.stack import runstate
+    from bundle.verify import report
+
+    return runstate.project_dir(project) / report.BENCH_HISTORY
 
 
 def _gone(stack, front_service: str) -> str | None:

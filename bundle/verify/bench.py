@@ -232,3 +232,149 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
     report.append_jsonl(history_path, record)
     report.write_json(run_dir / "bench.json", record)
     return record, run_dir
+
+
+# ---- soak: a fixed duration at one concurrency ------------------------------------------------------
+SOAK_WINDOW_S = 60.0  # latency drift: the first minute against the last
+MIN_ROUND_S = 5.0  # no new round is started with less time than this left
+
+
+def soak_summary(observed: list[dict], *, started: float, finished: float,
+                 window_s: float = SOAK_WINDOW_S) -> dict:
+    """Per-request lines (the launcher's: ok, error, t, latency, ttft, output_len) -> errors and the
+    drift of latency, TTFT and TPOT from the first window to the last. A soak shorter than three
+    windows uses a third of its length as the window, so first and last never overlap."""
+    window = min(window_s, max(0.0, finished - started) / 3)
+    done = [o for o in observed if isinstance(o.get("t"), (int, float))]
+    ok = [o for o in done if o.get("ok")]
+    failed = [o for o in done if not o.get("ok")]
+    samples = []
+    for o in failed:
+        text = str(o.get("error") or "").strip()[:bench_serving.ERROR_CHARS]
+        if text and text not in samples:
+            samples.append(text)
+        if len(samples) == bench_serving.ERROR_SAMPLES:
+            break
+
+    def stats(rows: list[dict]) -> dict:
+        def mean(values):
+            values = [v for v in values if v is not None]
+            return round(sum(values) / len(values), 3) if values else None
+        tpots = [(o["latency"] - o["ttft"]) / (o["output_len"] - 1) * 1000 for o in rows
+                 if o.get("latency") is not None and o.get("ttft") is not None and (o.get("output_len") or 0) > 1]
+        return {"requests": len(rows), "mean_latency_ms": mean([o.get("latency") and o["latency"] * 1000 for o in rows]),
+                "mean_ttft_ms": mean([o.get("ttft") and o["ttft"] * 1000 for o in rows]), "mean_tpot_ms": mean(tpots)}
+
+    first = stats([o for o in ok if o["t"] < started + window])
+    last = stats([o for o in ok if o["t"] >= finished - window])
+    drift = {}
+    for key in ("mean_latency_ms", "mean_ttft_ms", "mean_tpot_ms"):
+        a, b = first.get(key), last.get(key)
+        drift[key.replace("mean_", "").replace("_ms", "_pct")] = round((b - a) / a * 100, 1) if a and b is not None else None
+    return {"window_s": round(window, 1), "completed": len(ok), "failed": len(failed),
+            "error_rate": round(len(failed) / len(done), 4) if done else None, "error_samples": samples,
+            "first_window": first, "last_window": last, "drift": drift}
+
+
+def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehearsal: bool, env: dict[str, str],
+             api_key_file: str | None, redact: Callable[[str], str],
+             on_round: Callable[[int, float], None] | None = None,
+             stack_gone: Callable[[], str | None] = lambda: None, clock=time.time) -> tuple[dict, Path]:
+    """bench_serving at the plan's (single) concurrency, round after round, for `duration_s`; the last
+    round is cut at the deadline (its unsent prompts are not errors). Returns the soak's record (also
+    appended to the history, with kind "soak") and its folder."""
+    (level,) = plan_.levels
+    run_dir = runstate.new_run_dir(project, "soak")
+    stamp = run_dir.name.split("-soak")[0].replace("-", "")
+    record = {
+        "kind": "soak", "run_id": run_dir.name, "label": plan_.label, "topology": plan_.topology,
+        "project": project, "rehearsal": rehearsal, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "finished": None, **provenance(env, rehearsal=rehearsal),
+        "config": plan_.config | {"dataset_source": plan_.dataset_source, "soak_s": duration_s,
+                                  "concurrency": [level.concurrency]},
+        "rounds": [], "soak": None, "ok": False,
+    }
+    start = clock()  # wall-clock seconds: the launcher stamps each request with time.time()
+    observed: list[dict] = []
+    stopped = None
+    n = 0
+    while (left := duration_s - (clock() - start)) >= MIN_ROUND_S and stopped is None:
+        n += 1
+        if on_round:
+            on_round(n, left)
+        round_dir = run_dir / f"round-{n:03d}"
+        round_dir.mkdir()
+        this = Level(concurrency=level.concurrency, num_prompts=level.num_prompts, input_len=level.input_len,
+                     output_len=level.output_len, range_ratio=level.range_ratio, timeout_s=left)
+        entry = run_level(stack, this, plan_, run_dir=round_dir, project=project, stamp=f"{stamp}r{n}",
+                          api_key_file=api_key_file, redact=redact, stack_gone=stack_gone)
+        progress = round_dir / f"c{level.concurrency}.progress.jsonl"
+        lines = bench_serving.parse_lines(progress.read_text()) if progress.is_file() else []
+        observed += lines[bench_serving.WARMUP_REQUESTS:]
+        if entry["status"] == "timeout":
+            entry.update(status="cut", reason="cut at the end of the soak (expected for the last round)")
+        record["rounds"].append({k: entry.get(k) for k in ("concurrency", "num_prompts", "seconds", "status",
+                                                           "reason", "failed_requests", "unsent")})
+        if entry["status"] == "failed":
+            stopped = entry["reason"]
+    record["soak"] = soak_summary(observed, started=start, finished=clock())
+    record["soak"]["seconds"] = round(clock() - start, 1)
+    record["soak"]["stopped"] = stopped
+    record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    record["ok"] = stopped is None and record["soak"]["failed"] == 0 and record["soak"]["completed"] > 0
+    report.append_jsonl(runstate.project_dir(project) / report.BENCH_HISTORY, record)
+    report.write_json(run_dir / "soak.json", record)
+    return record, run_dir
+
+
+# ---- regression gate -----------------------------------------------------------------------------
+# (metric, higher is better, the name a message uses)
+GATED = (("output_throughput", True, "throughput"), ("mean_tpot_ms", False, "TPOT"),
+         ("mean_ttft_ms", False, "TTFT"))
+# Config keys that do not change what is measured.
+_NOT_THE_METHOD = {"base_url", "level_timeout", "dataset_source"}
+
+
+def _method(record: dict) -> dict:
+    return {k: v for k, v in (record.get("config") or {}).items() if k not in _NOT_THE_METHOD}
+
+
+def _image(record: dict) -> tuple:
+    image = record.get("image") or {}
+    return (image.get("id") or image.get("ref"), record.get("lock_hash"))
+
+
+def gate_reference(history: list[dict], record: dict, against: str | None = None) -> dict | None:
+    """The earlier run to gate `record` against: `against` (a run id, or its unique start), else the
+    last run of the same topology, config and image (id and lock hash) that measured something."""
+    earlier = [r for r in history if r.get("kind", "bench") == "bench" and r.get("run_id") != record.get("run_id")
+               and any(lv.get("metrics") for lv in r.get("levels", []))]
+    if against:
+        matches = [r for r in earlier if r.get("run_id") == against] or \
+                  [r for r in earlier if str(r.get("run_id", "")).startswith(against)]
+        return matches[-1] if len({r.get("run_id") for r in matches}) == 1 else None
+    same = [r for r in earlier if r.get("topology") == record.get("topology")
+            and _method(r) == _method(record) and _image(r) == _image(record)]
+    return same[-1] if same else None
+
+
+def gate(record: dict, reference: dict, pct: float) -> dict:
+    """Which gated metric of which level is worse than `reference` by more than `pct` percent."""
+    regressions, compared = [], []
+    ref_levels = {lv.get("concurrency"): lv for lv in reference.get("levels", []) if lv.get("metrics")}
+    for level in record.get("levels", []):
+        then_level = ref_levels.get(level.get("concurrency"))
+        if not level.get("metrics") or then_level is None:
+            continue
+        for metric, higher, name in GATED:
+            now, then = level["metrics"].get(metric), then_level["metrics"].get(metric)
+            if now is None or not then:
+                continue
+            change = (now - then) / then * 100
+            worse = -change if higher else change
+            line = f"C={level['concurrency']} {name} ({metric}): {then:.2f} -> {now:.2f} ({change:+.1f}%)"
+            compared.append(line)
+            if worse > pct:
+                regressions.append(line + f", worse by more than {pct:g}%")
+    return {"against": reference.get("run_id"), "pct": pct, "ok": bool(compared) and not regressions,
+            "regressions": regressions, "compared": compared}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 DATASET_SHORT = "BUNDLE_DATASET_SHORT"  # the marker line bench.py looks for
 EXIT_DATASET_SHORT = 3
@@ -33,8 +34,11 @@ def _observed(request_func, path: str):
     async def observed(*args, **kwargs):
         output = await request_func(*args, **kwargs)
         error = (getattr(output, "error", "") or "").strip()
+        # t (when it ended), latency, ttft and output_len: a soak's drift from its first minute to
+        # its last is computed from these (bench.soak_summary).
         _record(path, {"ok": bool(getattr(output, "success", False)), "error": error.splitlines()[-1][:300]
-                       if error else ""})
+                       if error else "", "t": time.time(), "latency": getattr(output, "latency", None),
+                       "ttft": getattr(output, "ttft", None), "output_len": getattr(output, "output_len", None)})
         return output
     return observed
 

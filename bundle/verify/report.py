@@ -247,3 +247,29 @@ def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+# ---- soak and gate ------------------------------------------------------------------------------
+def soak_table(record: dict) -> Table:
+    """A soak: requests and errors, and each latency's first window against its last."""
+    s = record["soak"]
+    verdict = "[green]PASS[/]" if record["ok"] else "[red]FAIL[/]"
+    simulated = " (REHEARSAL: simulated workers)" if record.get("rehearsal") else ""
+    title = (f"soak {record['topology']} at C={record['config']['concurrency'][0]} for {s['seconds']:.0f} s "
+             f"({len(record['rounds'])} rounds): {s['completed']} completed, {s['failed']} failed: {verdict}{simulated}")
+    table = Table(title=title, title_justify="left")
+    for column in ("metric", f"first {s['window_s']:g} s", f"last {s['window_s']:g} s", "drift"):
+        table.add_column(column, justify="left" if column == "metric" else "right", overflow="fold")
+    first, last = s["first_window"], s["last_window"]
+    table.add_row("requests", _fmt(first["requests"]), _fmt(last["requests"]), "")
+    for key, name in (("mean_latency_ms", "latency ms"), ("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms")):
+        drift = s["drift"].get(key.replace("mean_", "").replace("_ms", "_pct"))
+        table.add_row(name, _fmt(first.get(key)), _fmt(last.get(key)), "-" if drift is None else f"{drift:+.1f}%")
+    return table
+
+
+def gate_lines(result: dict) -> list[str]:
+    """What the gate compared and found, one line each (plain text)."""
+    head = (f"gate {result['pct']:g}% against run {result['against']}: "
+            + ("PASS" if result["ok"] else "FAIL"))
+    return [head] + [f"  {line}" for line in (result["regressions"] or result["compared"])]
