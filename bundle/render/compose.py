@@ -25,6 +25,12 @@ from bundle.topology import ROUTER_MODULE, SERVER_MODULE, Topology
 ENV_FILE_NAME = "bundle.env"
 NO_FILE = "/dev/null"  # compose files read /dev/null as "no secret" / "no extra environment"
 ROUTER_PORT = 30000  # inside the router's container; only the host side is configurable
+# smg's retry backoff (its own defaults but a 1 s cap instead of 30 s), explicit so the render can
+# fit the attempts and their backoffs into the router's request_timeout_secs.
+RETRY_INITIAL_BACKOFF_MS = 50
+RETRY_BACKOFF_MULTIPLIER = 1.5
+RETRY_MAX_BACKOFF_MS = 1000
+RETRY_JITTER_FACTOR = 0.2
 
 
 @dataclass(frozen=True)
@@ -166,7 +172,12 @@ def _router_env(router: RouterSection, source: str) -> dict[str, str]:
         "ROUTER_HEALTH_CHECK_TIMEOUT_SECS": str(router.health_check_timeout_secs),
         "ROUTER_HEALTH_FAILURE_THRESHOLD": str(router.health_failure_threshold),
         "ROUTER_HEALTH_SUCCESS_THRESHOLD": str(router.health_success_threshold),
-        "ROUTER_REQUEST_TIMEOUT_SECS": str(router.request_timeout_secs),
+        # Per attempt: smg's --request-timeout-secs bounds one attempt, the budget is the total.
+        "ROUTER_REQUEST_TIMEOUT_SECS": str(attempt_timeout_secs(router)),
+        "ROUTER_RETRY_INITIAL_BACKOFF_MS": str(RETRY_INITIAL_BACKOFF_MS),
+        "ROUTER_RETRY_BACKOFF_MULTIPLIER": str(RETRY_BACKOFF_MULTIPLIER),
+        "ROUTER_RETRY_MAX_BACKOFF_MS": str(RETRY_MAX_BACKOFF_MS),
+        "ROUTER_RETRY_JITTER_FACTOR": str(RETRY_JITTER_FACTOR),
         "ROUTER_WORKER_STARTUP_TIMEOUT_SECS": str(router.worker_startup_timeout_secs),
         "ROUTER_RETRY_MAX_RETRIES": str(router.retry_max_retries),
         "ROUTER_CB_FAILURE_THRESHOLD": str(router.cb_failure_threshold),
@@ -176,6 +187,20 @@ def _router_env(router: RouterSection, source: str) -> dict[str, str]:
         "ROUTER_STOP_GRACE_PERIOD": f"{router.shutdown_grace_secs + 15}s",
         "ROUTER_EXTRA_ARGS": shell_join(router.extra_args, router.key_path + ("extra_args",), source),
     }
+
+
+def retry_backoff_secs(attempts: int) -> float:
+    """The longest smg waits between `attempts` attempts in all (jitter at its largest)."""
+    waits = (min(RETRY_INITIAL_BACKOFF_MS * RETRY_BACKOFF_MULTIPLIER ** k, RETRY_MAX_BACKOFF_MS)
+             for k in range(attempts - 1))
+    return sum(waits) * (1 + RETRY_JITTER_FACTOR) / 1000
+
+
+def attempt_timeout_secs(router: RouterSection) -> int:
+    """smg's per-attempt timeout that keeps every attempt and backoff within request_timeout_secs
+    (at least 1 s; the rules refuse a budget too small for its attempts)."""
+    attempts = router.retry_max_retries
+    return max(1, int((router.request_timeout_secs - retry_backoff_secs(attempts)) // attempts))
 
 
 def shell_join(tokens, key_path: tuple, source: str = "bundle.yaml") -> str:

@@ -52,6 +52,7 @@ def check(dep: Deployment, rendered, *, require_model: bool = False) -> Findings
             _check_gpus(role, error)
     if topology.name == "pd":
         _check_pd(dep, roles, error)
+    _check_router_budget(dep, topology, error)
     _check_managed_flags(dep, rendered, roles, error)
     _check_backends(dep, rendered, roles, error)
     _check_kv_cache_dtype(dep, error)
@@ -95,6 +96,20 @@ def _check_replicas(dep: Deployment, topology, error: Error) -> None:
             error(("dp", "gpus"), f"replica-{i} gets GPUs {group}, which are not consecutive; SGLang places "
                                   f"its ranks on --base-gpu-id, +1, ...: order dp.gpus so each group of "
                                   f"{dp.tp_size} is a consecutive range")
+
+
+def _check_router_budget(dep: Deployment, topology, error: Error) -> None:
+    """Each attempt gets (request_timeout_secs - backoffs) / retry_max_retries: at least a second."""
+    from bundle.render.compose import retry_backoff_secs
+
+    router = dep.router(topology)
+    if router is None:
+        return
+    attempts = router.retry_max_retries
+    if router.request_timeout_secs - retry_backoff_secs(attempts) < attempts:
+        error(router.key_path + ("request_timeout_secs",),
+              f"{router.request_timeout_secs} s cannot hold {attempts} attempts (retry_max_retries) and "
+              f"their backoffs with at least 1 s each; raise request_timeout_secs or lower retry_max_retries")
 
 
 def _check_pd(dep: Deployment, roles: list[Role], error: Error) -> None:
