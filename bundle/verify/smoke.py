@@ -266,14 +266,16 @@ class SmokeRunner:
         out = {}
         for role in self.workers.roles:
             reply = self.workers.get(role, "/metrics", timeout=min(self.timeout, 30))
+            # SGLang serves /metrics only with --enable-metrics (404 otherwise), and a labelled
+            # counter appears once something was counted: a server that has served nothing yet has
+            # counted 0.
             if reply.status == 200:
                 totals = parse_prometheus(reply.text)
-                if REQUESTS_METRIC in totals:
-                    out[role] = {"source": "metrics", "requests": totals.get(REQUESTS_METRIC, 0.0),
-                                 "generated": totals.get(GENERATED_METRIC, 0.0)}
-                    continue
+                out[role] = {"source": "metrics", "requests": totals.get(REQUESTS_METRIC, 0.0),
+                             "generated": totals.get(GENERATED_METRIC, 0.0)}
+                continue
             mark = LOG_MARKS.get(role)
-            out[role] = {"source": "log", "why": f"/metrics: HTTP {reply.status}",
+            out[role] = {"source": "log", "status": reply.status, "why": f"/metrics: HTTP {reply.status}",
                          "lines": self.workers.log(role).count(mark) if mark else 0}
         return out
 
@@ -293,8 +295,13 @@ class SmokeRunner:
         ok = True
         for role in self.workers.roles:
             a, b = after.get(role, {}), before.get(role, {})
+            if 0 in (a.get("status"), b.get("status")):  # no answer at all: down or restarting
+                parts.append(f"{role}: down or restarting ({a.get('why') or b.get('why')}), not counted")
+                continue
             if a.get("source") != "metrics" or b.get("source") != "metrics":
-                parts.append(f"{role}: down or without request counters ({a.get('why', '?')}), not counted")
+                ok = False
+                parts.append(f"{role}: no request counters ({a.get('why') or b.get('why')}; start it with "
+                             f"--enable-metrics)")
                 continue
             served = a["requests"] - b["requests"]
             if served < 0:  # its counters started again from zero: it restarted during the smoke test
