@@ -12,7 +12,8 @@ from pathlib import Path
 
 import requests
 
-from bundle.images import rehearsal
+from bundle import topology as registry
+from bundle.render import rehearsal
 from bundle.stack.docker import Stack
 from tests.sim_process import free_port
 
@@ -33,6 +34,8 @@ def env_for(topology: str, project: str, image: str, front_port: int, **override
         "PD_PREFILL_TP_SIZE": "4", "PD_PREFILL_BASE_GPU_ID": "0",
         "PD_DECODE_TP_SIZE": "4", "PD_DECODE_BASE_GPU_ID": "4",
         "PD_BOOTSTRAP_PORT": "8998",
+        "DP_REPLICA0_TP_SIZE": "4", "DP_REPLICA1_TP_SIZE": "4",
+        "DP_WORKER_URLS": "http://replica-0:30000 http://replica-1:30000",
         "TP4_EXTRA_ARGS": "--enable-metrics",
         "PD_PREFILL_EXTRA_ARGS": "--enable-metrics",
         "PD_DECODE_EXTRA_ARGS": "--enable-metrics",
@@ -50,7 +53,7 @@ def rehearsal_stack(tmp_path: Path, topology: str, image: str, **overrides):
     env = env_for(topology, project, image, front, **overrides)
     env_file = tmp_path / f"{project}.env"
     env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
-    stack = Stack(project, rehearsal.compose_files(topology), env_file, profiles=[])
+    stack = Stack(project, registry.get(topology).compose_files(rehearsal=True), env_file, profiles=[])
     try:
         yield stack, f"http://127.0.0.1:{front}", env
     finally:

@@ -10,7 +10,9 @@ import time
 import pytest
 import requests
 
-from bundle.images import rehearsal
+from bundle import topology as registry
+from bundle.images import rehearsal as rehearsal_image
+from bundle.render import rehearsal
 from bundle.stack.docker import Stack
 from tests.rehearsal_stack import SERVED, bench, chat, env_for, rehearsal_stack, wait_healthy
 
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="session")
 def image() -> str:
-    return rehearsal.ensure_image()  # builds once when its inputs changed (minutes), else instant
+    return rehearsal_image.ensure_image()  # builds once when its inputs changed (minutes), else instant
 
 
 # ---- the overlay, as compose resolves it --------------------------------------------------
@@ -31,9 +33,10 @@ def _config(tmp_path, files, topology, image="sglang-bundle/rehearsal:test") -> 
     return Stack(f"cfg-{topology}", files, env_file).config()["services"]
 
 
-@pytest.mark.parametrize("topology,workers", [("tp4", ["server"]), ("pd", ["prefill", "decode"])])
+@pytest.mark.parametrize("topology,workers", [("tp4", ["server"]), ("pd", ["prefill", "decode"]),
+                                              ("dp", ["replica-0", "replica-1"])])
 def test_the_overlay_changes_only_image_entrypoint_and_gpus(tmp_path, topology, workers):
-    files = rehearsal.compose_files(topology)
+    files = registry.get(topology).compose_files(rehearsal=True)
     real = _config(tmp_path, files[:1], topology)
     rehearsed = _config(tmp_path, files, topology)
     assert set(rehearsed) == set(real), "the overlay must not add or drop services"
@@ -46,7 +49,7 @@ def test_the_overlay_changes_only_image_entrypoint_and_gpus(tmp_path, topology, 
                     "stop_grace_period", "ulimits", "ipc", "labels", "depends_on"):
             assert s.get(key) == r.get(key), f"{name}.{key} differs"
         assert {k: v for k, v in s["environment"].items() if not k.startswith("SIM_")} == r["environment"]
-    if topology == "pd":
+    if registry.get(topology).has_router:
         r, s = real["router"], rehearsed["router"]
         assert s["image"] == "sglang-bundle/rehearsal:test"
         assert {k: v for k, v in s.items() if k != "image"} == {k: v for k, v in r.items() if k != "image"}

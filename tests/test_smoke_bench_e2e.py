@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from bundle.verify import attest
-from bundle.images import rehearsal
+from bundle.render import rehearsal
 from bundle.verify import report
 from bundle.stack import runstate
 from bundle.cli import main

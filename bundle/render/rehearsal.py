@@ -30,7 +30,8 @@ FAST_HEALTH = {
     "ROUTER_HEALTH_CHECK_INTERVAL_SECS": "2",
     "ROUTER_WORKER_STARTUP_TIMEOUT_SECS": "120",
     "STOP_GRACE_PERIOD": "10s",
-    "ROUTER_STOP_GRACE_PERIOD": "10s",
+    # smg holds its listener 5 s after SIGTERM before it drains (no flag): margin over both.
+    "ROUTER_STOP_GRACE_PERIOD": "20s",
     "ROUTER_SHUTDOWN_GRACE_SECS": "5",
 }
 
