@@ -190,3 +190,25 @@ def test_a_real_all_reduce_over_two_gpus_with_p2p_on_and_off():
         assert run.busbw_gbps and run.busbw_gbps > 0 and run.transports
         if p2p == "off":
             assert "P2P" not in run.kinds
+
+
+# ---- outputs captured on a real GPU (tests/data/nccl/README.md) -------------------------------------
+
+def test_captured_one_gpu_runs_pass_with_nccls_real_log():
+    for p2p in ("on", "off"):
+        run = run_of(f"captured_h200x1_gpus0_p2p_{p2p}.txt", p2p, gpus=(0,))
+        assert run.ok and not run.hung and run.nccl_version == "2.28.9", run.error
+        assert run.transports == []  # one rank: NCCL's channels name no peer
+    assert "NCCL_P2P_DISABLE set by environment to 1" in (DATA / "captured_h200x1_gpus0_p2p_off.txt").read_text()
+
+
+def test_captured_cuda_error_of_a_rank_is_the_runs_error():
+    run = run_of("captured_h200x1_gpus0_0_p2p_on.txt", "on", gpus=(0, 0))
+    assert not run.ok and not run.hung
+    # CUDA_VISIBLE_DEVICES=0,0 is an invalid list: both ranks fail, and the error says so
+    assert run.error.startswith("rank 1: RuntimeError") and "invalid device ordinal" in run.error
+
+
+def test_captured_hang_bound_on_a_real_gpu():
+    run = run_of("captured_h200x1_hang_bound.txt", "on", gpus=(0,))
+    assert run.hung and not run.ok and "within 1.5 s" in run.error
