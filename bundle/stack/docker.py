@@ -150,6 +150,21 @@ class Stack:
             out.append((stamp, line))
         return out
 
+    def exits(self, since) -> list[tuple[str, int]]:
+        """(service, exit code) of every container of the project that died since `since` (a
+        datetime), oldest first, from the engine's events: a restarted container's own state has
+        already forgotten the exit code by the time it runs again."""
+        from datetime import datetime, timezone
+
+        try:
+            events = self._docker.system.events(since=since, until=datetime.now(timezone.utc), filters={
+                "label": f"com.docker.compose.project={self.project}", "event": "die"})
+            found = [(e.actor.attributes.get("com.docker.compose.service", ""),
+                      int(e.actor.attributes.get("exitCode", "0"))) for e in events]
+        except (DockerException, ValueError):
+            return []
+        return found
+
     def exec(self, service: str, command: list[str], *, env: dict[str, str] | None = None) -> str:
         return self._call("exec", self._docker.compose.execute, service, command, tty=False,
                           envs=env or {})
@@ -336,6 +351,56 @@ def run_audit_container(image: str, command: list[str], *, volumes: list[tuple[P
         return AuditRun(None if killed else exc.return_code, f"{exc.stdout or ''}\n{exc.stderr or ''}")
     finally:
         killer.cancel()
+
+
+def run_networked_tool(image: str, command: list[str], *, env: dict[str, str],
+                       volumes: list[tuple[Path, str, str]], timeout: float) -> str:
+    """Run `command` once in a throw-away container of `image` on the default network (for tools
+    that reach outside: `bundle model pin/fetch` and the Hugging Face Hub); stdout + stderr, a
+    non-zero exit included (the caller reads the output for its marker line)."""
+    import threading
+    import uuid
+
+    require_engine()
+    name = f"bundle-tool-{uuid.uuid4().hex[:8]}"
+    docker = client()
+    killer = threading.Timer(timeout, lambda: _kill_quietly(docker, name))
+    killer.start()
+    try:
+        return docker.run(image, command[1:], entrypoint=command[0], name=name, remove=True, envs=env,
+                          user="0", volumes=[(str(src), target, mode) for src, target, mode in volumes]) or ""
+    except DockerException as exc:
+        return f"{exc.stdout or ''}\n{exc.stderr or ''}\n(exit {exc.return_code})"
+    finally:
+        killer.cancel()
+
+
+@dataclass(frozen=True)
+class ContainerImage:
+    container: str
+    running: bool
+    image_id: str
+    image_ref: str  # what the container was created from (Config.Image)
+    labels: dict[str, str]  # the container's labels (an image's labels are copied onto it)
+
+
+def container_image(name: str) -> ContainerImage:
+    try:
+        c = client().container.inspect(name)
+    except DockerException as exc:
+        raise BundleError(f"cannot inspect container {name}: {_first_line(exc.stderr)}",
+                          exit_code=EXIT_ENVIRONMENT) from None
+    return ContainerImage(container=name, running=bool(c.state.running), image_id=str(c.image),
+                          image_ref=str(c.config.image or ""), labels=dict(c.config.labels or {}))
+
+
+def exec_in_container(name: str, command: list[str]) -> AuditRun:
+    """Run `command` in the running container `name` (`docker exec`, as its own user); a non-zero
+    exit is returned, not raised. Used by `bundle verify` to read a live container's installed set."""
+    try:
+        return AuditRun(0, client().container.execute(name, command) or "")
+    except DockerException as exc:
+        return AuditRun(exc.return_code, f"{exc.stdout or ''}\n{exc.stderr or ''}")
 
 
 # ---- images: `bundle pull` ----

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -159,6 +160,7 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
                expected_services: set[str], report: Callable[[str], None],
                starting: BackgroundUp | None = None) -> Readiness:
     start = time.monotonic()
+    began = datetime.now(timezone.utc) - timedelta(seconds=1)  # for the engine's exit events
     deadline = start + timeout
     last_seen: dict[str, str] = {}
     exited_once: set[str] = set()
@@ -167,6 +169,7 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
     logs = LogProgress(stack)
     events: list[str] = []
     server_names = {s.name for s in topology.servers}
+    seen_running: set[str] = set()
 
     def event(text: str) -> None:
         line = f"[{time.monotonic() - start:6.1f}s] {text}"
@@ -178,6 +181,9 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
         # the router turning unhealthy: the headline names whoever failed first.
         cause = first_failure or _Failure(view.service, what, view.exit_code, logs.fatal(view.service),
                                           view.milestone)
+        if cause.exit_code in (None, 0):
+            codes = [code for service, code in stack.exits(began) if service == cause.service and code]
+            cause.exit_code = codes[0] if codes else cause.exit_code
         text = cause.headline()
         if cause.service != view.service:
             text += f" (then {view.service} {what})"
@@ -200,7 +206,8 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
                 last_seen[view.service] = summary
                 event(f"{view.service}: {summary}")
             crashed = (view.restarts > restarts.get(view.service, view.restarts)
-                       or view.state in ("exited", "dead", "restarting"))
+                       or view.state == "restarting"
+                       or (view.state in ("exited", "dead") and view.service in seen_running))
             if first_failure is None and crashed:
                 first_failure = _Failure(view.service, "exited" if view.state in ("exited", "dead")
                                          else "crashed and was restarted", view.exit_code,
@@ -214,10 +221,15 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
         missing = expected_services - {v.service for v in views}
         if missing and (starting is None or starting.done()):
             raise NotReady(f"containers never appeared: {', '.join(sorted(missing))}", services=views)
+        up_done = starting is None or starting.done()
         for view in views:
-            if view.health == "unhealthy":
+            if view.state == "running":
+                seen_running.add(view.service)
+            if view.health == "unhealthy" and view.state == "running":
                 raise fail(view, "turned unhealthy")
-            if view.state in ("exited", "dead"):
+            # A container stopped before this launch (a reconcile) waits for `compose up` to start
+            # it, which waits on its dependencies: stopped only counts once it ran, or up is done.
+            if view.state in ("exited", "dead") and (view.service in seen_running or up_done):
                 if view.service in exited_once:  # still down a poll later: no restart is coming
                     raise fail(view, "exited")
                 exited_once.add(view.service)

@@ -323,7 +323,7 @@ def _speculative(f: dict, exp: Expected, add) -> None:
     if str(spec).upper() not in MTP_ALGORITHMS and exp.speculative != "custom":
         add(FAIL, "speculative decoding", f"the config asks for {exp.speculative}; the server runs {shown}")
     elif not spec:
-        add(FAIL, "speculative decoding", f"extra_args ask for speculative decoding; the server runs none")
+        add(FAIL, "speculative decoding", "extra_args ask for speculative decoding; the server runs none")
     elif exp.speculative_shape and None not in shape and shape != exp.speculative_shape:
         add(FAIL, "speculative decoding", f"the config asks for {exp.speculative} (steps, top-k, draft tokens "
                                           f"{exp.speculative_shape}); the server runs {shown}")
