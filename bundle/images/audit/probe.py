@@ -25,7 +25,8 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# None when run as `python -c SOURCE` (bundle verify, inside a running container).
+HERE = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else None
 
 
 def _site_paths() -> list[str]:
@@ -418,8 +419,12 @@ SECTIONS = {"packages": section_packages, "pip_check": section_pip_check, "impor
 
 
 def main(argv: list[str]) -> int:
-    with open(argv[1]) as f:
-        inp = json.load(f)
+    """argv: INPUT (a file, or the JSON itself) and OUTPUT (a file, or - for stdout)."""
+    if argv[1].lstrip().startswith("{"):
+        inp = json.loads(argv[1])
+    else:
+        with open(argv[1]) as f:
+            inp = json.load(f)
     result: dict = {}
     for name in inp.get("sections", list(SECTIONS)):
         t = time.monotonic()
@@ -428,8 +433,11 @@ def main(argv: list[str]) -> int:
         except Exception as exc:  # one broken section is reported; the others still run
             result[name] = {"probe_error": f"{type(exc).__name__}: {exc}"}
         result.setdefault("_seconds", {})[name] = round(time.monotonic() - t, 1)
-        with open(argv[2], "w") as f:  # written after every section: a later crash keeps the rest
-            json.dump(result, f)
+        if argv[2] != "-":
+            with open(argv[2], "w") as f:  # written after every section: a later crash keeps the rest
+                json.dump(result, f)
+    if argv[2] == "-":
+        print("BUNDLE-PROBE " + json.dumps(result))
     return 0
 
 

@@ -1,0 +1,48 @@
+"""`bundle verify [tp4|pd|dp] [-c FILE] [--json]`: the running topology's containers against the lock
+(image lock hash, installed set read from inside each); exits 1 on any FAIL."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from bundle.commands._common import add_config_argument, add_topology_argument
+
+HELP = "compare the running containers (their image and installed set) with docker/lock.toml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_topology_argument(parser, optional=True, default_help="the one that is up")
+    add_config_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print the verdicts as JSON on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from bundle import paths
+    from bundle.commands._target import one_running
+    from bundle.images.audit.core import Level
+    from bundle.images.lock import load_lock
+    from bundle.images.verify import verify_container
+
+    target = one_running(args, verb="verify")
+    lock = load_lock()
+    verdicts = [verify_container(name, lock, paths.project_root()) for name in target.containers]
+    failed = any(v.level == Level.FAIL for v in verdicts)
+    if args.json:
+        print(json.dumps({"project": target.project, "lock_hash": lock.hash, "status": "FAIL" if failed else "OK",
+                          "containers": [v.as_dict() for v in verdicts]}, indent=2))
+        return 1 if failed else 0
+    console = Console(highlight=False)
+    table = Table(title=f"bundle verify {target.project} (lock {lock.hash})")
+    for col in ("container", "status", "what was found"):
+        table.add_column(col, overflow="fold")
+    for v in verdicts:
+        shown = [f for f in v.findings if f.level != Level.OK]
+        table.add_row(v.container, v.level.value, shown[0].what if shown else f"{v.image}: as the lock says")
+        for f in shown[1:8]:
+            table.add_row("", f.level.value, f.what)
+    console.print(table)
+    return 1 if failed else 0

@@ -1,0 +1,179 @@
+"""The checkpoint in the lock (docker/lock.toml [model]): repo id, revision and a manifest of its
+files, and the model folder checked against it.
+
+The manifest maps each file of the repo at that revision to `sha256:<hex>` (small files: config,
+tokenizer, index, generation config) or `size:<bytes> sha256:<hex>` (weight shards: the size is
+checked every time, the sha256 on request, since hashing ~150 GB takes minutes).
+
+`pin` and `fetch` use huggingface_hub from the image itself (the lock pins its version), in a
+container with the model folder mounted, so the host needs nothing beyond Docker. They need a host
+that reaches the Hugging Face Hub; neither has run on the development machine, which cannot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
+from bundle.images.lock import Lock
+
+# Small files hashed in full; everything else (the shards) by size, and by sha256 on request.
+SMALL = re.compile(r"(^|/)(config\.json|generation_config\.json|tokenizer[^/]*|special_tokens_map\.json|"
+                   r"[^/]*\.index\.json|[^/]*\.py|[^/]*\.tiktoken|[^/]*\.model|chat_template[^/]*)$")
+SMALL_LIMIT = 64 << 20  # a "small" file bigger than this is treated as a shard
+_ENTRY = re.compile(r"^(?:sha256:(?P<sha>[0-9a-f]{64})|size:(?P<size>\d+)(?: sha256:(?P<shard_sha>[0-9a-f]{64}))?)$")
+
+
+@dataclass(frozen=True)
+class ModelPin:
+    repo: str
+    revision: str
+    files: dict[str, str]
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.revision) and bool(self.files)
+
+
+def model_pin(lock: Lock) -> ModelPin | None:
+    model = lock.data.get("model")
+    if not model:
+        return None
+    return ModelPin(model["repo"], model.get("revision", ""), dict(model.get("files") or {}))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 24), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Difference:
+    path: str
+    what: str  # "missing", "size 123 != 456", "sha256 differs"
+
+
+def check_folder(folder: Path, pin: ModelPin, *, shards_sha256: bool = False) -> list[Difference]:
+    """Every way `folder` differs from the manifest: files missing, a size or a sha256 that differs.
+    Files in the folder the manifest does not list are not differences (caches, READMEs)."""
+    out = []
+    for rel, entry in sorted(pin.files.items()):
+        m = _ENTRY.match(entry)
+        path = folder / rel
+        if m is None:
+            out.append(Difference(rel, f"manifest entry {entry!r} is malformed"))
+        elif not path.is_file():
+            out.append(Difference(rel, "missing"))
+        elif m.group("sha"):
+            if _sha256(path) != m.group("sha"):
+                out.append(Difference(rel, "sha256 differs"))
+        else:
+            size = path.stat().st_size
+            if size != int(m.group("size")):
+                out.append(Difference(rel, f"size {size} != {m.group('size')}"))
+            elif shards_sha256 and m.group("shard_sha") and _sha256(path) != m.group("shard_sha"):
+                out.append(Difference(rel, "sha256 differs"))
+    return out
+
+
+def manifest_from(files: list[dict], small_hashes: dict[str, str]) -> dict[str, str]:
+    """The manifest from the Hub's file list ([{path, size, lfs_sha256}]) and the sha256 of the
+    small files (downloaded and hashed: the Hub gives only git blob ids for those)."""
+    out = {}
+    for f in sorted(files, key=lambda f: f["path"]):
+        if f["path"] in small_hashes:
+            out[f["path"]] = f"sha256:{small_hashes[f['path']]}"
+        elif f.get("lfs_sha256"):
+            out[f["path"]] = f"size:{f['size']} sha256:{f['lfs_sha256']}"
+        elif f.get("size") is not None:
+            out[f["path"]] = f"size:{f['size']}"
+    return out
+
+
+def is_small(path: str, size: int | None) -> bool:
+    return bool(SMALL.search(path)) and (size or 0) <= SMALL_LIMIT
+
+
+# ---- in a container of the image: huggingface_hub as the lock pins it ----
+
+PIN_SCRIPT = r"""
+import hashlib, json, os, sys, tempfile
+from huggingface_hub import HfApi, hf_hub_download
+repo, revision, small_re, limit = sys.argv[1], sys.argv[2] or None, sys.argv[3], int(sys.argv[4])
+import re
+small = re.compile(small_re)
+info = HfApi().model_info(repo, revision=revision, files_metadata=True)
+files, hashes = [], {}
+with tempfile.TemporaryDirectory() as tmp:
+    for s in info.siblings:
+        size = s.size
+        lfs = getattr(s, "lfs", None)
+        files.append({"path": s.rfilename, "size": size, "lfs_sha256": getattr(lfs, "sha256", None) if lfs else None})
+        if small.search(s.rfilename) and (size or 0) <= limit:
+            p = hf_hub_download(repo, s.rfilename, revision=info.sha, cache_dir=tmp)
+            hashes[s.rfilename] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+print("BUNDLE-MODEL " + json.dumps({"revision": info.sha, "files": files, "small": hashes}))
+"""
+
+FETCH_SCRIPT = r"""
+import sys
+from huggingface_hub import snapshot_download
+path = snapshot_download(sys.argv[1], revision=sys.argv[2], local_dir="/model", max_workers=8)
+print("BUNDLE-FETCHED " + path)
+"""
+
+
+def _run(image: str, script: str, args: list[str], folder: Path | None, timeout: float) -> str:
+    import os
+
+    from bundle.stack import docker
+
+    env = {k: v for k, v in os.environ.items() if k in ("HF_TOKEN", "HF_ENDPOINT", "HTTPS_PROXY", "HTTP_PROXY",
+                                                          "NO_PROXY")}
+    return docker.run_networked_tool(image, ["python", "-c", script, *args], env=env,
+                                     volumes=[(folder, "/model", "rw")] if folder else [], timeout=timeout)
+
+
+def pin(image: str, pin_: ModelPin, revision: str | None) -> tuple[str, dict[str, str]]:
+    """(revision, manifest) of `pin_.repo` at `revision` (default: the Hub's main), read from the Hub."""
+    out = _run(image, PIN_SCRIPT, [pin_.repo, revision or "", SMALL.pattern, str(SMALL_LIMIT)], None, 1800)
+    line = next((ln for ln in out.splitlines() if ln.startswith("BUNDLE-MODEL ")), None)
+    if line is None:
+        raise BundleError(f"reading {pin_.repo} from the Hugging Face Hub failed: {out.strip()[-500:]}",
+                          exit_code=EXIT_ENVIRONMENT, hint="check the Hub is reachable (HF_ENDPOINT, a proxy) "
+                                                           "and HF_TOKEN for a gated repo")
+    data = json.loads(line[len("BUNDLE-MODEL "):])
+    return data["revision"], manifest_from(data["files"], data["small"])
+
+
+def fetch(image: str, pin_: ModelPin, folder: Path) -> list[Difference]:
+    """Download exactly the pinned revision into `folder`, then check it against the manifest."""
+    if not pin_.pinned:
+        raise BundleError(f"docker/lock.toml: model.revision is not pinned for {pin_.repo}", exit_code=EXIT_CONFIG,
+                          hint="run `bundle model pin` on a host that reaches the Hub, commit the lock, then fetch")
+    folder.mkdir(parents=True, exist_ok=True)
+    out = _run(image, FETCH_SCRIPT, [pin_.repo, pin_.revision], folder, 6 * 3600)
+    if "BUNDLE-FETCHED " not in out:
+        raise BundleError(f"downloading {pin_.repo}@{pin_.revision[:12]} failed: {out.strip()[-500:]}",
+                          exit_code=EXIT_FAILED, hint="run it again: huggingface_hub resumes partial downloads")
+    return check_folder(folder, pin_, shards_sha256=True)
+
+
+def write_pin(lock: Lock, revision: str, manifest: dict[str, str]) -> None:
+    """Replace docker/lock.toml's [model] revision and its [model.files] table (the last table of the
+    lock, as the lock ships it), keeping every other line."""
+    text = lock.path.read_text()
+    text = re.sub(r'(?m)^(\[model\][^\[]*?^revision = )"[^"]*"', lambda m: f'{m.group(1)}"{revision}"', text)
+    head, sep, _tail = text.partition("[model.files]\n")
+    if not sep:
+        raise BundleError(f"{lock.path}: no [model.files] table", exit_code=EXIT_CONFIG,
+                          hint="add `[model.files]` after the [model] table")
+    body = "".join(f'"{path}" = "{entry}"\n' for path, entry in sorted(manifest.items()))
+    lock.path.write_text(head + sep + body)

@@ -1,0 +1,69 @@
+"""`bundle verify`: a running topology's containers against the lock: the image each runs (its
+lock-hash label) and, read from inside each running container, its installed set (the audit's
+package checks on the live container, so a `pip install` into a running server is found too)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bundle.images.audit import checks_packages
+from bundle.images.audit.context import AuditContext, locked_packages, overlay_distribution
+from bundle.images.audit.core import Finding, Level
+from bundle.images.lock import LOCK_HASH_LABEL, Lock
+
+PROBE = Path(__file__).resolve().parent / "audit" / "probe.py"
+REHEARSAL_LABEL = "io.sglang-bundle.image"  # "rehearsal" on the simulator's image
+
+
+@dataclass
+class ContainerVerdict:
+    container: str
+    image: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def level(self) -> Level:
+        order = [Level.OK, Level.INFO, Level.WARN, Level.FAIL]
+        return max((f.level for f in self.findings), key=order.index, default=Level.OK)
+
+    def as_dict(self) -> dict:
+        return {"container": self.container, "image": self.image, "level": self.level.value,
+                "findings": [f.as_dict() for f in self.findings]}
+
+
+def verify_container(name: str, lock: Lock, root: Path) -> ContainerVerdict:
+    from bundle.stack import docker
+
+    facts = docker.container_image(name)
+    verdict = ContainerVerdict(name, facts.image_ref)
+    if facts.labels.get(REHEARSAL_LABEL) == "rehearsal":
+        verdict.findings.append(Finding(Level.INFO, f"{name} runs the rehearsal image (simulated worker), which "
+                                                     f"is not built from the lock: not compared"))
+        return verdict
+    label = facts.labels.get(LOCK_HASH_LABEL)
+    if label != lock.hash:
+        verdict.findings.append(Finding(Level.FAIL, f"{name} runs {facts.image_ref}, built from lock {label or 'unknown'}; "
+                                                     f"docker/lock.toml is {lock.hash}",
+                                        "bundle build (or bundle pull), then bundle launch again"))
+    if not facts.running:
+        verdict.findings.append(Finding(Level.WARN, f"{name} is not running: its installed set cannot be read",
+                                        "bundle status says why; bundle launch starts it again"))
+        return verdict
+    inp = json.dumps({"sections": ["packages"], "deep": False})
+    run = docker.exec_in_container(name, ["python", "-c", PROBE.read_text(), inp, "-"])
+    line = next((ln for ln in run.output.splitlines() if ln.startswith("BUNDLE-PROBE ")), None)
+    if line is None:
+        verdict.findings.append(Finding(Level.FAIL, f"{name}: its installed set could not be read "
+                                                     f"(exit {run.returncode}): {run.output.strip()[-300:]}",
+                                        "the container needs python on PATH (/opt/venv/bin)"))
+        return verdict
+    ctx = AuditContext(image=facts.image_ref, lock=lock, packages=locked_packages(lock),
+                       overlay=overlay_distribution(root, lock), commands=[], config_name="",
+                       model_source="", facts=json.loads(line[len("BUNDLE-PROBE "):]))
+    for check in (checks_packages.installed_equals_lock, checks_packages.installed_once,
+                  checks_packages.files_as_installed, checks_packages.no_stray_path_hooks):
+        _, found = check(ctx)
+        verdict.findings += [Finding(f.level, f"{name}: {f.what}", f.fix) for f in found]
+    return verdict
