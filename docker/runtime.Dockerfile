@@ -5,6 +5,9 @@ ARG PARENT_IMAGE=sglang-bundle/sglang-sm120:overlay
 FROM ${PARENT_IMAGE}
 
 ARG LOCK_HASH=unknown
+# sha256 of the CycloneDX SBOM of /opt/venv that `bundle build` writes next to the lock (made from
+# the overlay image, whose venv this layer does not change); "" when built without it (bake).
+ARG SBOM_SHA256=""
 
 # JIT caches (Triton, FlashInfer, DeepGEMM, tilelang, TorchInductor, CuTe DSL, TVM FFI) under one
 # root meant to be a volume; the lock hash is part of the path, so a volume that outlives an image
@@ -23,13 +26,15 @@ ENV TRITON_CACHE_DIR=${JIT_CACHE_ROOT}/triton \
     SGLANG_PORT=30000
 
 COPY docker/entrypoint.sh /usr/local/bin/bundle-entrypoint
-COPY docker/lock.toml /opt/bundle/lock.toml
+# The SBOM is optional in the context (the bake file builds without one): the glob lets COPY skip it.
+COPY docker/lock.toml docker/sbom.cdx.jso[n] /opt/bundle/
 # uid 10001 (numeric in USER so the host resolves it): Ubuntu 24.04 images already hold uid 1000.
 RUN useradd --uid 10001 --user-group --create-home --home-dir /home/sglang --shell /usr/sbin/nologin sglang \
  && mkdir -p /var/cache/sglang "${JIT_CACHE_ROOT}" \
  && chown -R sglang:sglang /var/cache/sglang \
  && chmod 0755 /usr/local/bin/bundle-entrypoint
 
+LABEL io.sglang-bundle.sbom-sha256=${SBOM_SHA256}
 USER 10001:10001
 WORKDIR /home/sglang
 VOLUME ["/var/cache/sglang"]

@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CI: build every layer on the stand-in for the CUDA base "
                              f"({build.STANDIN_BASE}: Debian bookworm + CPython 3.12, made by "
                              f"{build.STANDIN_SCRIPT} when missing) under <repo>-standin")
+    parser.add_argument("--no-sbom", action="store_true",
+                        help="build the runtime layer without the CycloneDX SBOM (and its label)")
     parser.add_argument("--lock", default=None, help="path of the lock (default docker/lock.toml)")
 
 
@@ -39,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         _print_plan(console, plan, layers)
         return 0
     results = build.execute(plan, layers, use_cache=not args.no_cache, force=bool(args.layer),
+                            with_sbom=not args.no_sbom,
                             report=lambda msg: console.print(msg, markup=False),
                             on_line=lambda line: _STEP.match(line) and console.print(
                                 f"    {line}", style="dim", markup=False, soft_wrap=True))

@@ -74,9 +74,11 @@ LAYERS: tuple[LayerSpec, ...] = (
     LayerSpec("overlay", "the kernel overlay (kernels/)",
               ("docker/overlay-install.sh", "@overlay"),
               lambda lock: {"OVERLAY_VERSION": lock.data["overlay"]["version"]}),
-    LayerSpec("runtime", "non-root user, entrypoint, healthcheck, sm_120 env, JIT cache paths",
+    LayerSpec("runtime", "non-root user, entrypoint, healthcheck, sm_120 env, JIT cache paths, SBOM",
               ("docker/entrypoint.sh", "docker/lock.toml"),
-              lambda lock: {"LOCK_HASH": lock.hash}),
+              # SBOM_SHA256 is filled in at build time from the overlay image (see _with_sbom); the
+              # SBOM follows from the layers below, so it is not part of the layer key.
+              lambda lock: {"LOCK_HASH": lock.hash, "SBOM_SHA256": ""}),
 )
 LAYER_NAMES = tuple(spec.name for spec in LAYERS)
 
@@ -259,6 +261,22 @@ def ensure_standin_base(ref: str, report: Callable[[str], None] = print) -> None
                                "patchelf` and a CPython 3.12 built on bookworm: STANDIN_PYTHON=PREFIX)")
 
 
+def _with_sbom(plan: Plan, runtime: LayerPlan, context: Path, report: Callable[[str], None]
+               ) -> tuple[dict[str, str], dict[str, str]]:
+    """Write the CycloneDX SBOM of the overlay image's venv (which the runtime layer does not change)
+    into the runtime layer's context as docker/sbom.cdx.json; its sha256 becomes a build argument
+    and the io.sglang-bundle.sbom-sha256 label (`bundle audit` checks the file against it)."""
+    from bundle.images.audit import sbom_of
+    from bundle.images.audit.checks_sbom import SBOM_LABEL
+
+    overlay = plan.layer("overlay")
+    report(f"      writing the SBOM of {overlay.tag} (cyclonedx-bom) ...")
+    data = sbom_of(overlay.tag)
+    (context / "docker" / "sbom.cdx.json").write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    return ({**runtime.build_args, "SBOM_SHA256": digest}, {**runtime.labels, SBOM_LABEL: digest})
+
+
 @dataclass
 class LayerResult:
     name: str
@@ -269,8 +287,8 @@ class LayerResult:
 
 
 def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, force: bool = False,
-            report: Callable[[str], None] = print, on_line: Callable[[str], None] | None = None
-            ) -> list[LayerResult]:
+            report: Callable[[str], None] = print, on_line: Callable[[str], None] | None = None,
+            with_sbom: bool = True) -> list[LayerResult]:
     """Build `layers` in order; reuse a layer whose tag exists unless `force` (named with --layer)
     or no cache was asked. Checks the engine, buildx and every input before the first build."""
     import time
@@ -307,8 +325,11 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
             continue
         report(f"[{i}/{total}] {lp.name:<9} building {lp.tag}")
         context = stage_context(root, lp, root / ".cache" / "build-context" / lp.name)
+        build_args, labels = lp.build_args, lp.labels
+        if lp.name == "runtime" and with_sbom:
+            build_args, labels = _with_sbom(plan, lp, context, report)
         image_id = docker.build_image(context=context, dockerfile=context / lp.spec.dockerfile,
-                                      tags=lp.tags, build_args=lp.build_args, labels=lp.labels,
+                                      tags=lp.tags, build_args=build_args, labels=labels,
                                       use_cache=use_cache, use_buildx=use_buildx, on_line=on_line)
         seconds = time.monotonic() - started
         report(f"[{i}/{total}] {lp.name:<9} built   {lp.tag} in {seconds:.0f} s")

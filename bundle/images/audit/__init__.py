@@ -171,3 +171,27 @@ def audit(image: str, dep: Deployment, lock: Lock, *, config_name: str, only: li
             shutil.copyfile(out / "sbom.cdx.json", sbom_out)
     results = run_checks(ctx, only=only, skip=skip)
     return Audit(image=image, results=results, ctx=ctx)
+
+
+def sbom_of(image: str) -> bytes:
+    """The CycloneDX SBOM (JSON, reproducible: no serial number or timestamp) of `image`'s venv,
+    written by cyclonedx-bom inside a container of it; a BundleError when it cannot be made."""
+    from bundle.stack import docker
+
+    tool_dir = tools.ensure()
+    with tempfile.TemporaryDirectory(prefix="bundle-sbom-") as tmp:
+        out = Path(tmp)
+        out.chmod(0o777)
+        (out / "input.json").write_text(json.dumps({"sections": ["sbom"], "tools_path": f"{TOOLS_DIR}/py",
+                                                    "sbom_path": f"{OUT_DIR}/sbom.cdx.json"}))
+        run = docker.run_audit_container(
+            image, ["python", f"{PROBE_DIR}/probe.py", f"{OUT_DIR}/input.json", f"{OUT_DIR}/facts.json"],
+            volumes=[(HERE, PROBE_DIR, "ro"), (tool_dir, TOOLS_DIR, "ro"), (out, OUT_DIR, "rw")],
+            env={"PYTHONDONTWRITEBYTECODE": "1"}, timeout=600)
+        sbom = out / "sbom.cdx.json"
+        if not sbom.is_file():
+            facts = json.loads((out / "facts.json").read_text()) if (out / "facts.json").is_file() else {}
+            raise BundleError(f"the SBOM of {image} could not be written: "
+                              f"{(facts.get('sbom') or {}).get('error') or run.output.strip()[-400:]}",
+                              exit_code=EXIT_FAILED, hint="run with --debug; bundle build --no-sbom skips it")
+        return sbom.read_bytes()

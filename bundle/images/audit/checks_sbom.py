@@ -18,10 +18,16 @@ def sbom(ctx: AuditContext) -> tuple[str, list[Finding]]:
     findings = []
     label = ctx.labels.get(SBOM_LABEL)
     in_image = facts.get("in_image_sha256")
-    if label is None:
+    if not label:
         findings.append(Finding(Level.INFO, f"the image has no {SBOM_LABEL} label (built before SBOMs were "
                                              f"written into images)", "rebuild with `bundle build`"))
     elif in_image != label:
         findings.append(Finding(Level.FAIL, f"{SBOM_PATH} in the image has sha256 {in_image}, the label says {label}",
                                 "rebuild the runtime layer: bundle build --layer runtime"))
+    elif facts["sha256"] != label:
+        # The SBOM is reproducible (no serial number, no timestamp): a different one means the venv
+        # is no longer the one that was built (the lock check names what changed).
+        findings.append(Finding(Level.WARN, f"the venv's SBOM now has sha256 {facts['sha256'][:16]}..., the "
+                                             f"image's {label[:16]}...: the venv changed after the build",
+                                "rebuild from the lock: bundle build"))
     return f"CycloneDX {facts.get('spec_version')}, {facts['components']} components", findings
