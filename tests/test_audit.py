@@ -1,0 +1,244 @@
+"""`bundle audit`: the judging rules on their own (no engine), then the real stand-in image built and
+audited inside a container of it, and images with planted faults that the audit must fail, naming
+each fault: a second copy of a package, a distribution that differs from the lock, a package the
+lock does not know, a library with no sm_120 code on a path a lever selects."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bundle.images import build
+from bundle.images.audit import checks_packages, sm120
+from bundle.images.audit.context import AuditContext, LockedPackage, locked_packages
+from bundle.images.audit.core import Level
+from bundle.images.lock import load_lock
+
+REPO = Path(__file__).resolve().parents[1]
+SITE = "/opt/venv/lib/python3.12/site-packages"
+
+
+# ---- the rules, no engine ----
+
+@pytest.mark.parametrize("cubins,ptx,runs", [
+    (["sm_80", "sm_86", "sm_90a"], [], False),            # sglang-kernel's flash_ops
+    (["sm_90a", "sm_100", "sm_103a"], [], False),          # flashmla_ops: sm_100 is another major
+    (["sm_80", "sm_90", "sm_120a"], [], True),             # common_ops: the exact arch
+    (["sm_121"], [], False),                               # a newer minor does not run on 12.0
+    (["sm_120"], [], True),
+    (["sm_100f"], [], False),                              # a family cubin stays in its family
+    ([], ["sm_90"], True),                                 # plain PTX is compiled forward
+    ([], ["sm_90a"], False),                               # arch-specific PTX is not
+    ([], ["sm_121"], False),
+    (["sm_75"], ["sm_86"], True),
+])
+def test_sm120_coverage_follows_cudas_compatibility_rules(cubins, ptx, runs):
+    assert sm120.coverage(cubins, ptx)["runs_on_sm120"] is runs
+
+
+def test_the_locks_packages_are_read_with_their_layer_and_hashes():
+    packages = locked_packages(load_lock())
+    assert packages["torch"].version == "2.14.1" and packages["torch"].layer == "framework"
+    assert packages["uv"].layer == "base" and packages["setuptools"].layer == "base"
+    assert packages["nixl-cu13"].layer == "pd"
+    assert all(len(h) == 64 for h in packages["torch"].hashes) and len(packages["torch"].hashes) > 1
+
+
+def _dist(name, version, site=SITE, **record):
+    return {"name": name, "version": version, "path": f"{site}/{name}-{version}.dist-info", "site": site,
+            "installer": "uv", "direct_url": None, "top_level": [name], "pth_owned": [],
+            "record": {"present": True, "files": 3, "missing": [], "n_missing": 0, "changed": [], "n_changed": 0,
+                       **record}}
+
+
+def _ctx(dists, shadowed=None):
+    packages = {"six": LockedPackage("six", "1.17.0", "framework", frozenset()),
+                "idna": LockedPackage("idna", "3.20", "framework", frozenset())}
+    facts = {"packages": {"distributions": dists, "shadowed": shadowed or {}, "pth_files": [], "egg_links": [],
+                          "pythonpath": "", "deep": False}}
+    return AuditContext(image="x", lock=None, packages=packages, overlay=None, commands=[], config_name="bundle.yaml",
+                        model_source="", facts=facts)
+
+
+def _levels(findings):
+    return [(f.level, f.what) for f in findings]
+
+
+def test_a_missing_a_changed_and_an_unknown_distribution_are_each_a_named_failure():
+    _, findings = checks_packages.installed_equals_lock(_ctx([_dist("idna", "3.10"), _dist("tomli-w", "1.2.0")]))
+    fails = [w for lv, w in _levels(findings) if lv == Level.FAIL]
+    assert any(w.startswith("six==1.17.0") and "not installed" in w for w in fails)
+    assert any(w.startswith("idna 3.10 is installed, the lock pins 3.20") for w in fails)
+    assert any(w.startswith("tomli-w 1.2.0 is installed but unknown to the lock") for w in fails)
+
+
+def test_a_clash_between_two_distributions_is_told_apart_from_a_file_changed_after_install():
+    clash = _dist("torch-c-dlpack-ext", "0.1.5", changed=["build_backend.py"],
+                  clash={"build_backend.py": "flashinfer-python"})
+    edited = _dist("six", "1.17.0", changed=["six.py"])
+    _, findings = checks_packages.files_as_installed(_ctx([clash, edited, _dist("idna", "3.20")]))
+    assert (Level.WARN, "build_backend.py is installed by both torch-c-dlpack-ext and flashinfer-python; "
+                        "the copy on disk is flashinfer-python's (an upstream packaging clash)") in _levels(findings)
+    assert (Level.FAIL, "six: six.py differs from its RECORD (changed after install)") in _levels(findings)
+
+
+def test_a_distribution_twice_on_sys_path_and_a_shadowed_module_fail():
+    ctx = _ctx([_dist("six", "1.17.0"), _dist("six", "1.17.0", site="/opt/stale")],
+               shadowed={"six": ["/opt/stale", SITE]})
+    _, findings = checks_packages.installed_once(ctx)
+    whats = [w for lv, w in _levels(findings) if lv == Level.FAIL]
+    assert any(w.startswith("six is installed 2 times") for w in whats)
+    assert any(w.startswith("module 'six' is in 2 folders on sys.path; /opt/stale shadows") for w in whats)
+
+
+# ---- the real stand-in image, audited inside a container of it ----
+
+def _write_config(tmp: Path, levers: dict) -> Path:
+    path = tmp / "bundle.yaml"
+    path.write_text("levers:\n" + "".join(f"  {k}: {v}\n" for k, v in levers.items()))
+    return path
+
+
+def _audit(capsys, image: str, config: Path, *only: str) -> tuple[int, dict]:
+    from bundle.cli import main
+
+    capsys.readouterr()
+    args = ["audit", "--image", image, "-c", str(config), "--json"]
+    for name in only:
+        args += ["--only", name]
+    code = main(args)
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def standin_image() -> str:
+    """The stand-in runtime image of this lock (`bundle build --standin`: every layer, framework
+    included, on Debian bookworm + CPython 3.12; cached by the engine between runs)."""
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin"], cwd=REPO,
+                          capture_output=True, text=True, timeout=3600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return build.make_plan(load_lock(), standin=True).layers[-1].extra_tags[0]
+
+
+@pytest.fixture(scope="module")
+def clean_audit(standin_image, tmp_path_factory):
+    """The whole audit of the stand-in image with `levers.moe_runner: auto` (about 6 minutes here)."""
+    config = _write_config(tmp_path_factory.mktemp("audit"), {"moe_runner": "auto"})
+    out = tmp_path_factory.mktemp("audit-out") / "audit.json"
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "audit", "--image", standin_image, "-c",
+                           str(config), "--json"], cwd=REPO, capture_output=True, text=True, timeout=1800,
+                          check=False)
+    out.write_text(proc.stdout)
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_standin_image_passes_the_audit_with_the_default_levers(clean_audit):
+    code, report, stderr = clean_audit
+    fails = [f for f in report["findings"] if f["level"] == "FAIL"]
+    assert code == 0 and report["status"] == "OK", (fails, stderr[-2000:])
+    assert report["lock_hash"] == report["image_lock_hash"]
+    installed, locked = report["packages"]["installed"], report["packages"]["locked"]
+    assert installed["torch"] == locked["torch"] == "2.14.1" and installed["sglang"] == "0.5.23"
+    assert report["packages"]["python"].startswith("3.12.")
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["help"]["level"] == "OK" and checks["pip-check"]["level"] == "OK"
+    assert report["sbom"]["components"] >= len(locked) and report["sbom"]["spec_version"] == "1.6"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_audit_reports_sglang_kernels_fa3_and_flashmla_unable_to_run_on_sm120(clean_audit):
+    _, report, _ = clean_audit
+    libs = {lib["path"].removeprefix(SITE + "/"): lib for lib in report["libraries"]}
+    assert libs["sgl_kernel/flash_ops.abi3.so"]["runs_on_sm120"] is False
+    assert libs["sgl_kernel/flash_ops.abi3.so"]["cubins"] == ["sm_80", "sm_86", "sm_90a"]
+    assert libs["sgl_kernel/flashmla_ops.abi3.so"]["runs_on_sm120"] is False
+    assert "sm_120a" in libs["sgl_kernel/sm100/common_ops.abi3.so"]["cubins"]
+    assert libs["sgl_kernel/sm100/common_ops.abi3.so"]["runs_on_sm120"] is True
+    assert libs["torch/lib/libtorch_cuda.so"]["runs_on_sm120"] is True
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_moe_runner_auto_is_predicted_as_flashinfer_mxfp4_with_the_dsv4_attention_backend(clean_audit):
+    _, report, _ = clean_audit
+    predicted = report["predicted"]
+    assert {"tp4/server", "pd/prefill", "pd/decode"} <= set(predicted)
+    for server, p in predicted.items():
+        assert p["moe_runner_backend"] == "flashinfer_mxfp4", server
+        assert p["attention_backend"] == "dsv4" and p["page_size"] == 256, server
+        assert p["sm120_sparse_mla_backend"] == "flashinfer", server
+    assert predicted["pd/prefill"]["disaggregation_mode"] == "prefill"
+
+
+# ---- planted faults: each one fails the audit and is named ----
+
+FAULTS = {
+    # A stale copy of a package on sys.path ahead of the venv (the original deployment's shadowing).
+    "second-copy": ("RUN mkdir /opt/stale && cp -a {site}/six.py {site}/six-1.17.0.dist-info /opt/stale/\n"
+                    "ENV PYTHONPATH=/opt/stale\n", ["once"], "six is installed 2 times"),
+    # Someone pip-installed another version over the lock's.
+    "differs": ("RUN uv pip install --no-deps idna==3.10\n", ["lock"],
+                "idna 3.10 is installed, the lock pins 3.20"),
+    # A package nobody pinned.
+    "unknown": ("RUN uv pip install --no-deps tomli-w==1.2.0\n", ["lock"],
+                "tomli_w 1.2.0 is installed but unknown to the lock"),
+    # sglang-kernel's common_ops (which the marlin MoE runner needs) replaced by a build with no
+    # sm_120 code.
+    "no-sm120": ("RUN cp {site}/sgl_kernel/flashmla_ops.abi3.so {site}/sgl_kernel/sm100/common_ops.abi3.so\n",
+                 ["levers"], "moe_runner_backend=marlin needs sgl_kernel/sm100/common_ops.abi3.so, which has "
+                             "no code for sm_120"),
+}
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_planted_fault_fails_the_audit_and_is_named(fault, standin_image, tmp_path, capsys):
+    from bundle.stack import docker
+
+    steps, only, expected = FAULTS[fault]
+    (tmp_path / "Dockerfile").write_text(f"FROM {standin_image}\nUSER 0\n{steps.format(site=SITE)}USER 10001:10001\n")
+    tag = f"bundle-test/audit-fault-{fault}:{uuid.uuid4().hex[:8]}"
+    docker.build_image(context=tmp_path, dockerfile=tmp_path / "Dockerfile", tags=[tag], build_args={},
+                       labels={}, use_buildx=docker.buildx_available())
+    try:
+        levers = {"moe_runner": "marlin"} if fault == "no-sm120" else {"moe_runner": "auto"}
+        code, report = _audit(capsys, tag, _write_config(tmp_path, levers), *only)
+    finally:
+        subprocess.run(["docker", "image", "rm", tag], capture_output=True, check=False)
+    fails = [f["what"] for f in report["findings"] if f["level"] == "FAIL"]
+    assert code == 1 and report["status"] == "FAIL"
+    assert any(expected in what for what in fails), fails
+    assert all(f["fix"] for f in report["findings"] if f["level"] == "FAIL")
+
+
+
+# ---- bundle verify: a live container against the lock ----
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_verify_finds_a_package_installed_into_a_running_container(standin_image):
+    from bundle import paths
+    from bundle.images.verify import verify_container
+
+    name = f"bundle-test-verify-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["docker", "run", "-d", "--name", name, "--user", "0", "--entrypoint", "sleep", standin_image,
+                    "600"], check=True, capture_output=True)
+    try:
+        clean = verify_container(name, load_lock(), paths.project_root())
+        assert clean.level != Level.FAIL, clean.as_dict()
+        subprocess.run(["docker", "exec", name, "uv", "pip", "install", "-q", "--no-deps", "idna==3.10"],
+                       check=True, capture_output=True)
+        changed = verify_container(name, load_lock(), paths.project_root())
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+    assert changed.level == Level.FAIL
+    assert any(f.what == f"{name}: idna 3.10 is installed, the lock pins 3.20 "
+                         f"({SITE}/idna-3.10.dist-info)" for f in changed.findings), changed.as_dict()
