@@ -119,7 +119,7 @@ def model_folder(dep: Deployment) -> tuple[Path, str]:
     real = Path(dep.model_path).expanduser()
     if (real / "config.json").is_file():
         return real, f"{real}/config.json"
-    return SHIPPED_CONFIG, f"shipped {SHIPPED_CONFIG.relative_to(paths.project_root())}/config.json " \
+    return SHIPPED_CONFIG, f"shipped {SHIPPED_CONFIG.relative_to(paths.PACKAGE_DIR.parent)}/config.json " \
                            f"({real} has none)"
 
 

@@ -17,8 +17,14 @@ PYTHON = "3.12"  # the image's Python: the tools' compiled wheels (lxml, rpds-py
 PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in range(17, 29)] + ["manylinux2014_x86_64"]
 
 
+def _driver_root() -> Path:
+    """The checkout the driver runs from: the tools belong to the driver, not to the project being
+    built (BUNDLE_HOME may point at a copy holding only docker/ and kernels/)."""
+    return paths.PACKAGE_DIR.parent
+
+
 def requirements_file() -> Path:
-    return paths.project_root() / "requirements" / "audit-tools.txt"
+    return _driver_root() / "requirements" / "audit-tools.txt"
 
 
 def ensure(report=None) -> Path:
@@ -26,7 +32,7 @@ def ensure(report=None) -> Path:
     req = requirements_file()
     if not req.is_file():
         raise BundleError(f"{req}: missing", exit_code=EXIT_ENVIRONMENT, hint="restore it from git")
-    folder = paths.project_root() / ".cache" / "audit-tools"
+    folder = _driver_root() / ".cache" / "audit-tools"
     stamp = folder / "installed-from.sha256"
     digest = hashlib.sha256(req.read_bytes()).hexdigest()
     if stamp.is_file() and stamp.read_text().strip() == digest and (folder / CUOBJDUMP).is_file():
