@@ -81,7 +81,13 @@ lint: $(STAMP) ## hadolint every Dockerfile (ignores justified in .hadolint.yaml
 	$(BIN)/hadolint --config .hadolint.yaml docker/*.Dockerfile
 	$(BIN)/ruff check bundle tests benchmarks kernels
 
-.PHONY: image image-plan lock buildx lint
+image-standin: $(STAMP) ## no GPU or registry: build every layer, framework included, on the stand-in base (Debian + CPython 3.12)
+	$(BUNDLE) build --standin
+
+audit: $(STAMP) ## check an image from inside: IMAGE=ref (default the lock's image; STANDIN=1 the stand-in build's)
+	$(BUNDLE) audit $(if $(IMAGE),--image $(IMAGE),$(if $(STANDIN),--standin)) $(if $(CONFIG),-c $(CONFIG))
+
+.PHONY: image image-plan image-standin audit lock buildx lint
 
 # ---- rehearsal (bundle/simulator, docker/rehearsal.Dockerfile, compose/rehearsal-*.yaml) ----
 rehearsal-image: $(STAMP) ## build the rehearsal image (simulated workers, real router, bench_serving) if its inputs changed
