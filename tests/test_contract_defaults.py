@@ -51,7 +51,10 @@ def test_default_command_line_leaves_every_choice_to_sglang(server_args_cls):
     assert ours.kv_cache_dtype == plain.kv_cache_dtype == "auto"
     assert ours.speculative_algorithm is plain.speculative_algorithm is None
     assert ours.cuda_graph_backend_decode == plain.cuda_graph_backend_decode
-    assert "--moe-runner-backend marlin" not in " ".join(rendered.server_args("server"))
+    for topology in ("tp4", "pd", "dp"):
+        rendered = render_for(dep, topology)
+        for service in rendered.commands:
+            assert "marlin" not in " ".join(rendered.server_args(service) or []), (topology, service)
 
 
 def test_sparse_mla_default_is_sglangs_environment_default():

@@ -76,6 +76,15 @@ def test_guards_on_a_running_rehearsal(tmp_path, runs_dir, capsys):
         assert main([*bench, "--gate", "50"]) == 1
         err = capsys.readouterr().err
         assert "regression gate (50%)" in err and "TPOT (mean_tpot_ms)" in err
+
+        # A short soak: round after round until the time is up, every request stamped by the launcher.
+        _knobs(record, tpot_ms=10.0)
+        assert main(["bench", "tp4", "-c", str(cfg), "--soak", "50s", "--concurrency", "2", "--input-len", "32",
+                     "--output-len", "32", "--prompts-per-concurrency", "8"]) == 0
+        soak = _latest(name, "*-soak/soak.json")
+        s = soak["soak"]
+        assert soak["ok"] and s["failed"] == 0 and s["completed"] >= 16 and soak["rounds"][0]["status"] == "ok"
+        assert s["first_window"]["requests"] > 0 and s["first_window"]["mean_tpot_ms"] is not None
     finally:
         try:
             runstate.load(name).stack().down(volumes=True, timeout=10)

@@ -237,15 +237,31 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
 # ---- soak: a fixed duration at one concurrency ------------------------------------------------------
 SOAK_WINDOW_S = 60.0  # latency drift: the first minute against the last
 MIN_ROUND_S = 5.0  # no new round is started with less time than this left
+SOAK_HEADROOM = 1.2  # rounds are sized for the time left at the last round's rate, plus this much
 
 
-def soak_summary(observed: list[dict], *, started: float, finished: float,
-                 window_s: float = SOAK_WINDOW_S) -> dict:
+def next_round_prompts(lines: list[dict], *, left_s: float, at_least: int, cap: int | None) -> int:
+    """Prompts for the next round: enough, at the rate the last round served (its requests' end
+    times), to fill the time left, so bench_serving's start-up is paid once per round, not per few
+    requests; never fewer than a bench level's, never more than the dataset supplies (`cap`)."""
+    times = sorted(o["t"] for o in lines if isinstance(o.get("t"), (int, float)))
+    want = at_least
+    if len(times) >= 2 and times[-1] > times[0]:
+        rate = (len(times) - 1) / (times[-1] - times[0])
+        want = max(at_least, int(rate * left_s * SOAK_HEADROOM) + 1)
+    return min(want, cap) if cap else want
+
+
+def soak_summary(observed: list[dict], *, window_s: float = SOAK_WINDOW_S) -> dict:
     """Per-request lines (the launcher's: ok, error, t, latency, ttft, output_len) -> errors and the
-    drift of latency, TTFT and TPOT from the first window to the last. A soak shorter than three
-    windows uses a third of its length as the window, so first and last never overlap."""
-    window = min(window_s, max(0.0, finished - started) / 3)
+    drift of latency, TTFT and TPOT from the first window of traffic to the last (measured from
+    the first and the last request that finished, not from the soak's start: bench_serving's own
+    start-up is not traffic). Traffic shorter than three windows uses a third of its span as the
+    window, so first and last never overlap."""
     done = [o for o in observed if isinstance(o.get("t"), (int, float))]
+    span = (max(o["t"] for o in done), min(o["t"] for o in done)) if done else (0.0, 0.0)
+    started, finished = span[1], span[0]
+    window = min(window_s, max(0.0, finished - started) / 3)
     ok = [o for o in done if o.get("ok")]
     failed = [o for o in done if not o.get("ok")]
     samples = []
@@ -265,13 +281,14 @@ def soak_summary(observed: list[dict], *, started: float, finished: float,
         return {"requests": len(rows), "mean_latency_ms": mean([o.get("latency") and o["latency"] * 1000 for o in rows]),
                 "mean_ttft_ms": mean([o.get("ttft") and o["ttft"] * 1000 for o in rows]), "mean_tpot_ms": mean(tpots)}
 
-    first = stats([o for o in ok if o["t"] < started + window])
+    first = stats([o for o in ok if o["t"] <= started + window])
     last = stats([o for o in ok if o["t"] >= finished - window])
     drift = {}
     for key in ("mean_latency_ms", "mean_ttft_ms", "mean_tpot_ms"):
         a, b = first.get(key), last.get(key)
         drift[key.replace("mean_", "").replace("_ms", "_pct")] = round((b - a) / a * 100, 1) if a and b is not None else None
-    return {"window_s": round(window, 1), "completed": len(ok), "failed": len(failed),
+    return {"window_s": round(window, 1), "traffic_s": round(finished - started, 1),
+            "completed": len(ok), "failed": len(failed),
             "error_rate": round(len(failed) / len(done), 4) if done else None, "error_samples": samples,
             "first_window": first, "last_window": last, "drift": drift}
 
@@ -298,26 +315,37 @@ def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehear
     observed: list[dict] = []
     stopped = None
     n = 0
+    prompts, cap = level.num_prompts, None
     while (left := duration_s - (clock() - start)) >= MIN_ROUND_S and stopped is None:
         n += 1
         if on_round:
             on_round(n, left)
         round_dir = run_dir / f"round-{n:03d}"
         round_dir.mkdir()
-        this = Level(concurrency=level.concurrency, num_prompts=level.num_prompts, input_len=level.input_len,
+        this = Level(concurrency=level.concurrency, num_prompts=prompts, input_len=level.input_len,
                      output_len=level.output_len, range_ratio=level.range_ratio, timeout_s=left)
         entry = run_level(stack, this, plan_, run_dir=round_dir, project=project, stamp=f"{stamp}r{n}",
                           api_key_file=api_key_file, redact=redact, stack_gone=stack_gone)
+        log = round_dir / f"c{level.concurrency}.log"
+        short = bench_serving.dataset_short(log.read_text()) if log.is_file() else None
         progress = round_dir / f"c{level.concurrency}.progress.jsonl"
         lines = bench_serving.parse_lines(progress.read_text()) if progress.is_file() else []
-        observed += lines[bench_serving.WARMUP_REQUESTS:]
-        if entry["status"] == "timeout":
+        measured = lines[bench_serving.WARMUP_REQUESTS:]
+        observed += measured
+        if short and short[0] >= level.num_prompts and cap != short[0]:
+            # More prompts than the dataset supplies were asked for: ask for what it has, nothing was sent.
+            cap = prompts = short[0]
+            entry.update(status="resized", reason=f"the dataset supplies {short[0]} prompts: rounds use that many")
+        elif entry["status"] == "timeout":
             entry.update(status="cut", reason="cut at the end of the soak (expected for the last round)")
         record["rounds"].append({k: entry.get(k) for k in ("concurrency", "num_prompts", "seconds", "status",
                                                            "reason", "failed_requests", "unsent")})
         if entry["status"] == "failed":
             stopped = entry["reason"]
-    record["soak"] = soak_summary(observed, started=start, finished=clock())
+        elif entry["status"] == "ok":
+            prompts = next_round_prompts(measured, left_s=duration_s - (clock() - start),
+                                         at_least=level.num_prompts, cap=cap)
+    record["soak"] = soak_summary(observed)
     record["soak"]["seconds"] = round(clock() - start, 1)
     record["soak"]["stopped"] = stopped
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -256,7 +256,8 @@ def soak_table(record: dict) -> Table:
     verdict = "[green]PASS[/]" if record["ok"] else "[red]FAIL[/]"
     simulated = " (REHEARSAL: simulated workers)" if record.get("rehearsal") else ""
     title = (f"soak {record['topology']} at C={record['config']['concurrency'][0]} for {s['seconds']:.0f} s "
-             f"({len(record['rounds'])} rounds): {s['completed']} completed, {s['failed']} failed: {verdict}{simulated}")
+             f"({len(record['rounds'])} rounds, {s.get('traffic_s', 0):.0f} s of traffic): {s['completed']} "
+             f"completed, {s['failed']} failed: {verdict}{simulated}")
     table = Table(title=title, title_justify="left")
     for column in ("metric", f"first {s['window_s']:g} s", f"last {s['window_s']:g} s", "drift"):
         table.add_column(column, justify="left" if column == "metric" else "right", overflow="fold")
