@@ -109,6 +109,14 @@ class Stack:
     def down(self, *, volumes: bool = False, timeout: int | None = None) -> None:
         self._call("down", self._docker.compose.down, remove_orphans=True, volumes=volumes,
                    timeout=timeout, quiet=True)
+        # `compose down` leaves one-off containers of a service whose profile is not active (the
+        # bench tool's `compose run`): they belong to the project too, and must not outlive it.
+        left = project_containers(self.project)
+        if left:
+            try:
+                self._docker.container.remove(left, force=True, volumes=volumes)
+            except DockerException:
+                pass  # the caller lists what is still there
 
     def states(self) -> list[ContainerState]:
         """Every container of the project, stopped ones too."""
