@@ -37,6 +37,8 @@ RUN --mount=type=cache,target=/root/.cache/uv \
 
 # The shared entrypoint (API key from the compose secret), as in the real images.
 COPY docker/entrypoint.sh /usr/local/bin/bundle-entrypoint
+# The lock: the simulator reports its SGLang pin as the version a real server would.
+COPY docker/lock.toml /opt/bundle/lock.toml
 # The simulator alone (not the driver), and the simulated model folder at a fixed path so
 # bench_serving finds a tokenizer even without the /model mount.
 COPY bundle/__init__.py /opt/simulator/bundle/__init__.py

@@ -32,7 +32,7 @@ def image_inputs() -> list[Path]:
     """Every file the image is built from (the Dockerfile's COPY sources and the Dockerfile)."""
     root = project_root()
     files = [dockerfile(), docker_dir() / "rehearsal.Dockerfile.dockerignore", docker_dir() / "entrypoint.sh",
-             root / "bundle" / "__init__.py"]
+             docker_dir() / "lock.toml", root / "bundle" / "__init__.py"]
     files += sorted((root / "requirements").glob("rehearsal*.txt"))
     files += sorted(p for p in (root / "bundle" / "simulator").rglob("*")
                     if p.is_file() and "__pycache__" not in p.parts)

@@ -14,7 +14,7 @@ import uvicorn
 
 from bundle.simulator.args import parse_launch_args
 from bundle.simulator.knobs import Knobs
-from bundle.simulator.server import Simulator, create_app
+from bundle.simulator.server import SGLANG_VERSION, Simulator, create_app
 
 log = logging.getLogger("simulator")
 
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if sim.role == "prefill":
         sockets.append(_listen(host, int(launch.get("disaggregation_bootstrap_port", 8998))))
     log.info("worker simulator (SGLang %s API, %s parser): role=%s, model=%s, served as %r, "
-             "listening on %s; knobs %s", "0.5.23", launch.parser, sim.role, launch.model_path,
+             "listening on %s; knobs %s", SGLANG_VERSION, launch.parser, sim.role, launch.model_path,
              launch.served_model_name, ", ".join("{}:{}".format(*s.getsockname()[:2]) for s in sockets),
              {k: v for k, v in knobs.as_dict().items()})
     if launch.ignored:

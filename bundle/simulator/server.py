@@ -27,7 +27,27 @@ from bundle.simulator.model import SimulatedModel
 
 log = logging.getLogger("simulator")
 
-SGLANG_VERSION = "0.5.23"
+# The version a real server would report: the lock's SGLang pin, copied into the rehearsal image
+# (so moving the pin moves the rehearsal's attestation with it), else the installed SGLang's.
+LOCK_FILE = os.environ.get("BUNDLE_LOCK_FILE", "/opt/bundle/lock.toml")
+
+
+def pinned_sglang_version(lock_file: str = LOCK_FILE) -> str:
+    import tomllib
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        with open(lock_file, "rb") as fh:
+            return str(tomllib.load(fh)["python"]["sglang"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        pass
+    try:
+        return version("sglang")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+SGLANG_VERSION = pinned_sglang_version()
 # SGLang's /health gives up on a stuck scheduler after this long and answers 503.
 HEALTH_CHECK_TIMEOUT = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
 MAX_HANG_SECS = 3600.0  # a hung request still ends some day: loops are bounded
