@@ -2,9 +2,10 @@
 bench_serving): the guards reach a running topology. `--sim SIM_REPEAT_TOKEN=1` travels through
 the overlay and smoke fails as degenerate; a failing long-prompt path fails the long-prompt step;
 launch decides the collectives (safe: no GPU) and records why; attestation shows what `auto`
-resolved to; `bench --gate` passes a run like the last and fails one whose TPOT got worse, naming it.
+resolved to; `bench --gate` passes a run like the last and fails one whose TPOT got worse, naming it;
+a short soak; then pd answers the smoke prompts as tp4 did (smoke's cross-topology comparison).
 
-One launch, its own compose project, always torn down (`down -v --remove-orphans`).
+Two launches (tp4, then pd), each its own compose project, always torn down (`down -v --remove-orphans`).
 """
 
 from __future__ import annotations
@@ -90,3 +91,17 @@ def test_guards_on_a_running_rehearsal(tmp_path, runs_dir, capsys):
             runstate.load(name).stack().down(volumes=True, timeout=10)
         except BundleError as exc:
             print(f"teardown of {name}: {exc}")
+
+    # The same prompts through pd (router, prefill, decode) give tp4's greedy answers, checked by smoke.
+    pd_name = dep.project_name("pd")
+    try:
+        assert main(["launch", "pd", "--rehearsal", "-c", str(cfg)]) == 0
+        assert main(["smoke", "pd", "-c", str(cfg)]) == 0
+        smoke = _latest(pd_name, "*-smoke/smoke.json")
+        same = next(s for s in smoke["steps"] if s["name"] == "same answers as tp4")
+        assert same["ok"] and "greedy answers identical to tp4" in same["detail"], same
+    finally:
+        try:
+            runstate.load(pd_name).stack().down(volumes=True, timeout=10)
+        except BundleError as exc:
+            print(f"teardown of {pd_name}: {exc}")
