@@ -212,3 +212,27 @@ def test_captured_cuda_error_of_a_rank_is_the_runs_error():
 def test_captured_hang_bound_on_a_real_gpu():
     run = run_of("captured_h200x1_hang_bound.txt", "on", gpus=(0,))
     assert run.hung and not run.ok and "within 1.5 s" in run.error
+
+
+def test_p2p_without_peer_access_or_unused_by_nccl_is_not_chosen():
+    denied = run_of("pcie_p2p_on_ok.txt", "on")
+    denied.peer_access = dict(denied.peer_access, **{"1->2": False})
+    decision = nccl_check.decide({"tp4": {"on": denied, "off": run_of("pcie_p2p_off_ok.txt", "off")}})
+    assert decision.pcie_safe is True and "no peer access between GPUs 1->2" in decision.reason
+    via_shm = run_of("pcie_p2p_on_ok.txt", "on")
+    via_shm.transports = ["SHM/direct/direct"]
+    decision = nccl_check.decide({"tp4": {"on": via_shm, "off": run_of("pcie_p2p_off_ok.txt", "off")}})
+    assert decision.pcie_safe is True and "NCCL chose SHM even with P2P allowed" in decision.reason
+
+
+@pytest.mark.parametrize("topo, gpus, p2p", [("h200x2_topo.txt", (0, 1), True),
+                                             ("rtxpro6000x8_topo.txt", GPUS, False)])
+def test_with_nothing_to_run_the_probe_in_nvlink_alone_allows_p2p(tmp_path, monkeypatch, topo, gpus, p2p):
+    topology = nvidia_smi.parse_topology((SMI / topo).read_text())
+    monkeypatch.setattr(nvidia_smi, "query_topology", lambda: topology)
+    monkeypatch.setattr(collectives, "where_to_probe", lambda image: None)
+    decision = collectives.decide_for_host(_levers(tmp_path, "auto"), {"tp4": gpus}, image=None)
+    assert decision.pcie_safe is (not p2p)
+    assert ("NVLink between every pair" in decision.reason) is p2p
+    if not p2p:
+        assert decision.source == "fallback" and "not all joined by NVLink" in decision.reason

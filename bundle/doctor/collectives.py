@@ -72,12 +72,21 @@ def decide_for_host(levers: Levers, groups: dict[str, tuple[int, ...]], *, image
         return unprobed_collectives(levers, f"no GPU facts here ({exc})")
     except ValueError as exc:
         return unprobed_collectives(levers, f"nvidia-smi topo -m was unreadable ({exc})")
+    links = topology_links(groups, topology)
     if probe is None:
         where = where_to_probe(image)
         if where is None:
+            nvlink = all(len(topology.nvlink_pairs(tuple(g))) == len(topology.pairs(tuple(g))) > 0
+                         for g in groups.values() if len(g) >= 2)
+            if nvlink:
+                # The known hangs are PCIe-only boxes; NVLink between every pair is P2P's home ground.
+                return Collectives(False, "probe", "NVLink between every pair of GPUs of every server "
+                                   "(nvidia-smi topo -m); the NCCL probe had nothing to run in",
+                                   {"groups": {}, "links": links})
             return unprobed_collectives(levers, "neither the worker image nor a CUDA-enabled torch in this "
-                                                "host's Python is here to run the NCCL probe in")
+                                                "host's Python is here to run the NCCL probe in, and the GPUs "
+                                                "are not all joined by NVLink")
         runs = probe_groups(groups, image=image, where=where)  # pragma: no cover - gpu
     else:
         runs = probe(groups)
-    return nccl_check.decide(runs, topology_links(groups, topology))
+    return nccl_check.decide(runs, links)

@@ -136,7 +136,8 @@ def decide(runs: dict[str, dict[str, NcclRun]], links: dict[str, list[str]] | No
     and doctor's P2P topology (group -> nvidia-smi link codes), as evidence.
 
     P2P (and SGLang's custom all-reduce, which needs P2P) only where every group's all-reduce with
-    P2P finished, was right, and was not slower than without it; anything else takes the safe setting.
+    P2P finished, was right, used P2P between GPUs that can access each other, and was not slower
+    than without it; anything else takes the safe setting.
     """
     evidence = {"groups": {name: {p2p: run.as_dict() for p2p, run in pair.items()} for name, pair in runs.items()},
                 "links": links or {}}
@@ -150,8 +151,15 @@ def decide(runs: dict[str, dict[str, NcclRun]], links: dict[str, list[str]] | No
             rescue = (f"; without P2P it {off.describe()}" if off is not None else "")
             problems.append(f"{name} (GPUs {','.join(map(str, on.gpus if on else ()))}): all-reduce with P2P {what}{rescue}")
             continue
+        denied = sorted(pair for pair, ok in (on.peer_access or {}).items() if not ok)
+        if denied:
+            # SGLang's custom all-reduce maps its peers' buffers: without peer access it cannot work.
+            problems.append(f"{name}: no peer access between GPUs {', '.join(denied)} (torch.cuda.can_device_access_peer)")
+            continue
         if "P2P" not in on.kinds and on.transports:
-            notes.append(f"{name}: NCCL chose {', '.join(sorted(on.kinds))} even with P2P allowed")
+            problems.append(f"{name}: NCCL chose {', '.join(sorted(on.kinds))} even with P2P allowed: P2P is "
+                            f"not used here, so disabling it costs nothing")
+            continue
         if off is not None and off.ok and on.busbw_gbps and off.busbw_gbps and on.busbw_gbps < off.busbw_gbps:
             problems.append(f"{name}: P2P is slower ({on.busbw_gbps:.1f} GB/s) than without it "
                             f"({off.busbw_gbps:.1f} GB/s)")
