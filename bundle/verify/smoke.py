@@ -16,6 +16,7 @@ Nothing here prints or stores the API key: every text that leaves this module go
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -82,6 +83,14 @@ class SmokeReport:
                 "model": self.model, "started_at": self.started_at,
                 "seconds": round(sum(s.seconds for s in self.steps), 3),
                 "steps": [asdict(s) for s in self.steps], "answers": self.answers}
+
+
+def _unshared_prompt(k: int) -> str:
+    """A prompt that shares no prefix with the others: a cache-aware router sends a request whose
+    text matches what a worker already holds to that worker, so prompts that differ only after a
+    common opening (or shorter than the chat template around them) would all go to one replica."""
+    words = [hashlib.sha256(f"spread-{k}-{i}".encode()).hexdigest()[:10] for i in range(48)]
+    return " ".join(words) + ". Repeat the last word."
 
 
 class _Failed(Exception):
@@ -286,7 +295,7 @@ class SmokeRunner:
         the others is what dp is for; `bundle status` shows the one that is down."""
         for k in range(SPREAD_PROMPTS_PER_REPLICA * len(self.workers.roles)):
             body = {"model": self.front.model, "max_tokens": 2, "temperature": 0,
-                    "messages": [{"role": "user", "content": f"Count from {k} to {k + 3}, request {k}."}]}
+                    "messages": [{"role": "user", "content": _unshared_prompt(k)}]}
             resp = self.session.post(self.front.url + "/v1/chat/completions", json=body, timeout=self.timeout)
             if resp.status_code != 200:
                 raise self._error(resp)
