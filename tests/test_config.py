@@ -171,3 +171,27 @@ def test_cli_validates_the_defaults(capsys, monkeypatch, tmp_path):
     assert main(["validate"]) == 0
     out = capsys.readouterr().out
     assert "ok tp4" in out and "ok pd" in out
+
+
+def test_dp_gpus_must_fill_every_replica_with_a_consecutive_group(tmp_path):
+    dep = load_config(write_config(tmp_path, "dp:\n  replicas: 2\n  tp_size: 4\n  gpus: [0, 1, 2, 3, 4, 5]\n"))
+    errors = checked(dep, "dp").errors
+    assert any("dp.gpus: 6 GPUs [0, 1, 2, 3, 4, 5] for 2 replicas of tp_size 4" in p for p in errors), errors
+    dep = load_config(write_config(tmp_path, "dp:\n  replicas: 2\n  tp_size: 2\n  gpus: [0, 2, 1, 3]\n"))
+    errors = checked(dep, "dp").errors
+    assert any("replica-0 gets GPUs [0, 2], which are not consecutive" in p for p in errors), errors
+    assert checked(dep, "pd").errors == []  # dp's section is dp's alone
+
+
+def test_a_binary_or_empty_config_file_is_a_clear_exit_3(tmp_path, capsys):
+    garbage = tmp_path / "garbage.yaml"
+    garbage.write_bytes(bytes(range(256)) * 4)
+    assert main(["validate", "tp4", "-c", str(garbage)]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "not a YAML text file" in err and "Traceback" not in err
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing here\n")
+    assert main(["validate", "tp4", "-c", str(empty)]) == EXIT_CONFIG
+    assert "the file is empty" in capsys.readouterr().err
+    assert main(["validate", "tp4", "-c", ""]) == 2
+    assert "-c was given an empty file name" in capsys.readouterr().err

@@ -90,10 +90,10 @@ def _check_replicas(dep: Deployment, topology, error: Error) -> None:
         error(("dp", "gpus"), f"{len(gpus)} GPUs {gpus} for {dp.replicas} replicas of tp_size {dp.tp_size}; "
                               f"list exactly {want} GPUs (replica i takes the i-th {dp.tp_size}) or change "
                               f"dp.replicas / dp.tp_size")
-    for i in range(dp.replicas):
-        group = list(dp.replica_gpus(i))
+    for role in dep.roles(topology):
+        group = list(role.gpus)
         if group and not _consecutive(group):
-            error(("dp", "gpus"), f"replica-{i} gets GPUs {group}, which are not consecutive; SGLang places "
+            error(("dp", "gpus"), f"{role.name} gets GPUs {group}, which are not consecutive; SGLang places "
                                   f"its ranks on --base-gpu-id, +1, ...: order dp.gpus so each group of "
                                   f"{dp.tp_size} is a consecutive range")
 
