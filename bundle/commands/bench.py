@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="regression gate: exit 1 when throughput, TPOT or TTFT is worse than the earlier "
                              "run (--against, default: the last of the same config and image) by more than PCT%%")
     parser.add_argument("--against", metavar="RUN",
-                        help="the run id (runs/<project>/bench.jsonl, e.g. 20261201-083000-bench) --gate compares with")
+                        help="the run id (runs/<project>/bench.jsonl, e.g. 20261201-083000-bench) the table and "
+                             "--gate compare with (default: the previous run; the table names its label)")
     parser.add_argument("--json", action="store_true", help="print the run's JSON record on stdout")
 
 
@@ -62,8 +63,6 @@ def run(args: argparse.Namespace) -> int:
             raise BundleError(f"{name} must be at least 1", exit_code=2)
     if args.concurrency and min(args.concurrency) < 1:
         raise BundleError("--concurrency levels must be at least 1", exit_code=2)
-    if args.against and args.gate is None:
-        raise BundleError("--against names the run --gate compares with; add --gate PCT", exit_code=2)
     if args.gate is not None and (args.gate < 0 or args.soak):
         raise BundleError("--gate takes a percentage >= 0 and gates a benchmark, not a soak", exit_code=2)
     if args.soak:
@@ -76,6 +75,15 @@ def run(args: argparse.Namespace) -> int:
     console = report.console(stderr=args.json)
     history = report.read_jsonl(runstate.project_dir(record.project) / report.BENCH_HISTORY)
     previous = report.previous_bench(history, topology=topology.name)
+    compared_as = "previous run"
+    if args.against:  # e.g. the defaults' run that `bundle tune` names in bundle.tuned.yaml
+        from bundle.verify.bench import gate_reference
+
+        previous, compared_as = gate_reference(history, {"run_id": None}, args.against), "run"
+        if previous is None:
+            raise BundleError(f"--against {args.against!r}: no such run in "
+                              f"{runstate.project_dir(record.project) / report.BENCH_HISTORY} (or it names more "
+                              f"than one)", hint="name a run_id of that file", exit_code=2)
     console.print(f"bench {topology.name}: bench_serving in the image against {plan.base_url}; "
                   f"dataset: {plan.dataset_source}")
 
@@ -95,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         print(front.redact(json.dumps(result, indent=2)))
     else:
         console.print(report.bench_table(result))
-        comparison = report.comparison_table(result, baseline, previous)
+        comparison = report.comparison_table(result, baseline, previous, previous_name=compared_as)
         console.print(comparison if comparison is not None else
                       "nothing to compare with: no C=1 level for the baseline, no previous run")
     console.print(f"recorded: {runstate.project_dir(record.project) / report.BENCH_HISTORY} "

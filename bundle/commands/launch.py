@@ -38,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return launch(args)
+
+
+def launch(args: argparse.Namespace, *, dep=None) -> int:
+    """`bundle launch` itself (args as its command line gives them). `dep`: a config already loaded
+    (bundle tune: the user's config with one candidate's overrides) in place of args.config's."""
     from bundle.doctor import port_owners
 
     from bundle.verify import report
@@ -55,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     # at load; the rules after the collectives decision, which render needs).
     from bundle.commands._common import load
 
-    dep = load(args)
+    dep = dep or load(args)
     decision = _decide_collectives(dep, args, console)
     prepared = prepare(args, args.topology, require_model=not args.rehearsal, rehearsal=args.rehearsal,
                        extra_env=extra, dep=dep, collectives=decision)

@@ -34,6 +34,11 @@ def _defaults_source() -> Source:
     return parse_yaml(DEFAULTS_PATH.read_text(), DEFAULTS_NAME)
 
 
+def defaults_data() -> dict:
+    """A copy of the embedded defaults as a mapping (what a user's file is merged onto)."""
+    return copy.deepcopy(_defaults_source().data)
+
+
 def find_config(explicit: str | None) -> Path | None:
     """-c FILE, else $BUNDLE_CONFIG, else ./bundle.yaml if present, else None (embedded defaults)."""
     if explicit is not None:

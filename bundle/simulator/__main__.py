@@ -13,7 +13,9 @@ import sys
 import uvicorn
 
 from bundle.simulator.args import parse_launch_args
+from bundle.simulator import speed
 from bundle.simulator.knobs import Knobs
+from bundle.simulator.resolve import resolve_like_sglang
 from bundle.simulator.server import SGLANG_VERSION, Simulator, create_app
 
 log = logging.getLogger("simulator")
@@ -38,6 +40,16 @@ def main(argv: list[str] | None = None) -> int:
                         format="[%(asctime)s] %(message)s", datefmt="%Y-%m-%d %H:%M:%S", force=True)
     knobs = Knobs.from_env()
     sim = Simulator(launch, knobs)
+    # SIM_SPEED_RULES / SIM_REFUSE_ARGS: speed or refusal chosen by this server's own parsed
+    # arguments (bundle tune's candidates on the rehearsal): SIMULATED, never a measurement.
+    _, resolved = resolve_like_sglang(dict(launch.fields), sim.model.config)
+    resolved_fields = {k: v[1] for k, v in resolved.items()}
+    refusal = speed.refused(launch.fields, resolved_fields)
+    if refusal:
+        log.error("worker simulator: refusing to start with %s (SIM_REFUSE_ARGS, simulated failure)", refusal)
+        return 1
+    for line in speed.apply_speed_rules(knobs, launch.fields, resolved_fields):
+        log.warning("worker simulator: simulated speed rule %s (SIM_SPEED_RULES)", line)
     host, port = launch.get("host", "127.0.0.1"), int(launch.get("port", 30000))
     sockets = [_listen(host, port)]
     if sim.role == "prefill":

@@ -165,7 +165,8 @@ def bench_table(record: dict) -> Table:
     return table
 
 
-def comparison_table(record: dict, baseline: dict | None, previous: dict | None) -> Table | None:
+def comparison_table(record: dict, baseline: dict | None, previous: dict | None, *,
+                     previous_name: str = "previous run") -> Table | None:
     """This run against the recorded baseline (C=1 only) and against the previous run (each level);
     None when there is nothing to compare with."""
     method = {k: record["config"].get(k) for k in BASELINE_METHOD}
@@ -188,7 +189,9 @@ def comparison_table(record: dict, baseline: dict | None, previous: dict | None)
             table.add_row(_plain(baseline.get("label") or "baseline"), str(BASELINE_CONCURRENCY), metric,
                           _fmt(float(baseline[base_key])), _fmt(now), _change(now, baseline[base_key], higher))
     if previous:
-        label = f"previous run {previous.get('run_id', '')}".strip()
+        label = f"{previous_name} {previous.get('run_id', '')}".strip()
+        if previous.get("label"):  # e.g. "tune defaults": the run `bundle tune` measured the config as it is
+            label += f" ({_plain(previous['label'])})"
         for level in record["levels"]:
             then_level = _level(previous, level["concurrency"])
             if not (level.get("metrics") and then_level and then_level.get("metrics")):

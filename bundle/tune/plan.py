@@ -1,0 +1,290 @@
+"""The sweep before it starts: every candidate merged onto the config and validated through the one
+path every command takes (`prepare()`: schema, render, rules, SGLang's own parser) before any
+launch; those that cannot work skipped with the reason; the least disruptive first; a duration
+estimate from what runs/ recorded; the budget applied; finished candidates resumed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bundle import paths
+from bundle.config.loader import deep_merge, defaults_data, schema_problems
+from bundle.config.model import Deployment, build
+from bundle.config.source import Source
+from bundle.errors import ConfigError
+from bundle.stack import runstate
+from bundle.tune import results
+from bundle.tune.space import GRAPH_FLAG, Candidate, Space, candidates as space_candidates
+from bundle.verify import report
+
+# How disruptive a change is, least first: what a restart with it costs beyond the restart itself.
+# Collectives only change NCCL's environment; a graph cap only re-captures graphs; speculative
+# decoding loads the MTP head and captures more graphs; a KV dtype, a MoE runner or a sparse-MLA
+# kernel compiles other kernels (JIT caches miss on first use).
+DISRUPTION = {"pcie_safe_collectives": 1, "cuda_graph_max_bs": 2, "speculative": 3, "kv_cache_dtype": 4,
+              "sparse_mla": 5, "moe_runner": 5}
+OTHER_DISRUPTION = 6  # any other key of bundle.yaml
+
+# Assumed phase durations (s) when runs/ has none recorded: a GPU host loads 150 GB of weights and
+# captures graphs (minutes; the original deployment's cold start), a rehearsal's simulator seconds.
+ASSUMED = {True: {"launch": 40.0, "smoke": 15.0, "down": 15.0, "level": 30.0},
+           False: {"launch": 900.0, "smoke": 60.0, "down": 30.0, "level": 180.0}}
+
+
+@dataclass
+class Planned:
+    candidate: Candidate
+    dep: Deployment | None  # None when skipped before validation
+    estimate_s: float = 0.0
+    previous: dict | None = None  # the finished line a rerun resumes from
+
+
+@dataclass
+class Estimate:
+    launch_s: float
+    smoke_s: float
+    bench_s: float
+    down_s: float
+    source: str  # where the numbers come from
+
+    @property
+    def per_candidate_s(self) -> float:
+        return self.launch_s + self.smoke_s + self.bench_s + self.down_s
+
+
+@dataclass
+class Plan:
+    topology: str
+    project: str
+    base: dict  # the config with the defaults and the space's bench filled in
+    items: list[Planned]
+    estimate: Estimate
+    notes: list[str] = field(default_factory=list)
+    budget_s: float | None = None
+
+    @property
+    def to_run(self) -> list[Planned]:
+        return [p for p in self.items if p.candidate.skip is None and p.previous is None]
+
+    @property
+    def total_s(self) -> float:
+        return sum(p.estimate_s for p in self.to_run)
+
+
+# ---- ordering ------------------------------------------------------------------------------------
+def _touched(overrides: dict, prefix: tuple = ()) -> list[tuple]:
+    out = []
+    for key, value in overrides.items():
+        if isinstance(value, dict) and value:
+            out += _touched(value, prefix + (key,))
+        else:
+            out.append(prefix + (key,))
+    return out
+
+
+def disruption(candidate: Candidate) -> int:
+    """0 for the config as it is; else the most disruptive key the overrides touch."""
+    if candidate.is_reference:
+        return 0
+    worst = 0
+    for path in _touched(candidate.overrides):
+        if path[:1] == ("levers",) and len(path) == 2:
+            worst = max(worst, DISRUPTION.get(path[1], OTHER_DISRUPTION))
+        elif path[-1] == "extra_args" and _only_graph_cap(candidate.overrides, path):
+            worst = max(worst, DISRUPTION["cuda_graph_max_bs"])
+        else:
+            worst = max(worst, OTHER_DISRUPTION)
+    return worst
+
+
+def _only_graph_cap(overrides: dict, path: tuple) -> bool:
+    node = overrides
+    for part in path:
+        node = node[part]
+    return GRAPH_FLAG in [str(a) for a in node]
+
+
+def order(cands: list[Candidate]) -> list[Candidate]:
+    """Least disruptive first (the config itself first of all); ties keep the space's order."""
+    return [c for _, c in sorted(enumerate(cands), key=lambda ic: (disruption(ic[1]), ic[0]))]
+
+
+# ---- estimate ------------------------------------------------------------------------------------
+def _median(values: list[float]) -> float | None:
+    values = [float(v) for v in values if isinstance(v, (int, float)) and v > 0]
+    return statistics.median(values) if values else None
+
+
+def estimate(project: str, *, rehearsal: bool, levels: int, method: dict) -> Estimate:
+    """Per-candidate phase durations: this project's earlier tune results first, then its launch
+    records (ready.json) and bench history with the same method; assumed values for the rest."""
+    assumed = ASSUMED[rehearsal]
+    done = [r for r in report.read_jsonl(results.results_path(project)) if r.get("status") == "ok"]
+    seconds = {phase: _median([(r.get("seconds") or {}).get(phase) for r in done])
+               for phase in ("launch", "smoke", "bench", "down")}
+    sources = []
+    if any(seconds.values()):
+        sources.append(f"{len(done)} earlier tune candidates")
+    if seconds["launch"] is None:
+        ready = []
+        for path in sorted(runstate.project_dir(project).glob("*-launch/ready.json")):
+            try:
+                ready.append(json.loads(path.read_text()).get("seconds"))
+            except (OSError, ValueError):
+                continue
+        seconds["launch"] = _median(ready)
+        if seconds["launch"] is not None:
+            sources.append(f"{len(ready)} recorded launches")
+    if seconds["bench"] is None:
+        history = report.read_jsonl(runstate.project_dir(project) / report.BENCH_HISTORY)
+        same = [sum(lv.get("seconds") or 0 for lv in r.get("levels", [])) for r in history
+                if r.get("kind", "bench") == "bench" and r.get("ok")
+                and {k: (r.get("config") or {}).get(k) for k in method} == method]
+        seconds["bench"] = _median(same)
+        if seconds["bench"] is not None:
+            sources.append(f"{len(same)} recorded bench runs of the same method")
+    fill = {"launch": assumed["launch"], "smoke": assumed["smoke"], "down": assumed["down"],
+            "bench": assumed["level"] * levels}
+    assumed_phases = [p for p, v in seconds.items() if v is None]
+    if assumed_phases:
+        sources.append(f"assumed ({'rehearsal' if rehearsal else 'GPU host'}) for {', '.join(assumed_phases)}")
+    final = {p: (v if v is not None else fill[p]) for p, v in seconds.items()}
+    return Estimate(final["launch"], final["smoke"], final["bench"], final["down"], "; ".join(sources))
+
+
+# ---- skips ----------------------------------------------------------------------------------------
+def find_audit_report() -> Path | None:
+    """The newest image-audit JSON under runs/ (`bundle audit --json > runs/audit.json`)."""
+    found = [p for p in paths.runs_dir().glob("**/audit*.json") if p.is_file()]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def audit_libraries(path: Path, lock_hash: str) -> tuple[dict[str, bool] | None, str]:
+    """{library path (relative to site-packages): runs on sm_120}, and a note saying what was used."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        return None, f"image audit {path} is unreadable ({exc}): the sm_120 kernel filter was skipped"
+    if data.get("lock_hash") and data["lock_hash"] != lock_hash:
+        return None, (f"image audit {path} is of lock {data['lock_hash']}, not this lock ({lock_hash}): "
+                      f"the sm_120 kernel filter was skipped")
+    from bundle.images.audit.checks_sm120 import SITE
+
+    libs = {str(lib.get("path", "")).removeprefix(SITE): bool(lib.get("runs_on_sm120"))
+            for lib in data.get("libraries") or []}
+    return libs, f"sm_120 kernels: from the image audit {path}"
+
+
+def kernel_problem(rendered, libs: dict[str, bool]) -> str | None:
+    """The first library a server's chosen path needs that the audit found without sm_120 code."""
+    from bundle.images.audit.kernels import NEEDS
+    from bundle.rules.cmdline import option_value
+
+    for service in rendered.commands:
+        args = rendered.server_args(service)
+        if args is None:
+            continue
+        for (name, value), needed in NEEDS.items():
+            if option_value(args, "--" + name.replace("_", "-")) != value:
+                continue
+            bad = [lib for lib in needed if libs.get(lib) is False]
+            if bad and len(bad) == len(needed):
+                return (f"{service}: {name}={value} needs {', '.join(bad)}, which the image audit reports "
+                        f"without sm_120 code")
+    return None
+
+
+def p2p_problem(dep: Deployment, project: str, *, rehearsal: bool) -> str | None:
+    """P2P collectives forced on where this host's probe said they are unsafe, or never probed."""
+    if dep.levers.pcie_safe_collectives is not False or rehearsal:
+        return None
+    saved = runstate.project_dir(project) / "collectives.json"
+    if not saved.is_file():
+        return ("P2P collectives need this host's probe first: launch once with "
+                "levers.pcie_safe_collectives: auto (it probes NCCL with P2P on and off)")
+    data = json.loads(saved.read_text())
+    if data.get("source") == "probe" and data.get("pcie_safe"):
+        return f"this host's probe chose PCIe-safe collectives: {data.get('reason')}"
+    if data.get("source") != "probe":
+        return f"P2P was never probed on this host ({data.get('reason')})"
+    return None
+
+
+# ---- the plan ------------------------------------------------------------------------------------
+def merged_config(user: Source | None, space: Space) -> dict:
+    """The config as it runs (defaults + the user's file) with the space's bench keys."""
+    merged = deep_merge(defaults_data(), user.data if user else {})
+    return deep_merge(merged, {"bench": space.bench} if space.bench else {})
+
+
+def candidate_deployment(user: Source, base: dict, cand: Candidate) -> Deployment:
+    """The candidate's Deployment: its overrides merged onto the config; the merge is held to the
+    bundle schema again (a candidate may set keys the user's file never had)."""
+    problems = schema_problems(deep_merge(copy.deepcopy(user.data), cand.overrides), user)
+    if problems:
+        raise ConfigError(problems, source=user.name)
+    return build(user, deep_merge(copy.deepcopy(base), cand.overrides))
+
+
+def make_plan(args: argparse.Namespace, space: Space, user: Source, *, topology: str, rehearsal: bool,
+              sim: dict, extra_env: dict, budget_s: float | None, lock_hash: str) -> Plan:
+    from bundle.commands._common import prepare
+
+    base = merged_config(user, space)
+    project = f"{base['project']}-{topology}"
+    cands = order(space_candidates(space, base, topology))
+    done = results.finished(project)
+    notes = []
+    report_path = find_audit_report()
+    libs = None
+    if report_path is None:
+        notes.append("no image audit report under runs/ (`bundle audit --json > runs/audit.json`): "
+                     "the sm_120 kernel filter was skipped")
+    else:
+        libs, note = audit_libraries(report_path, lock_hash)
+        notes.append(note)
+    # The config itself must be sound: its problems are the user's to fix (ConfigError, exit 3), not
+    # a reason to skip every candidate.
+    prepare(args, topology, dep=build(user, copy.deepcopy(base)), rehearsal=rehearsal, extra_env=extra_env,
+            require_model=not rehearsal)
+    items = []
+    for cand in cands:
+        cand.key = results.resume_key(topology=topology, overrides=cand.overrides, config=base,
+                                      bench=base["bench"], rehearsal=rehearsal, sim=sim, lock_hash=lock_hash)
+        try:
+            dep = candidate_deployment(user, base, cand)
+            prepared = prepare(args, topology, dep=dep, rehearsal=rehearsal, extra_env=extra_env,
+                               require_model=not rehearsal)
+        except ConfigError as exc:
+            cand.skip = "rejected before launch: " + "; ".join(exc.problems)
+            items.append(Planned(cand, None))
+            continue
+        cand.skip = p2p_problem(dep, project, rehearsal=rehearsal)
+        if cand.skip is None and libs is not None:
+            cand.skip = kernel_problem(prepared.rendered, libs)
+        items.append(Planned(cand, dep, previous=done.get(cand.key)))
+    method = {k: base["bench"][k] for k in ("input_len", "output_len", "concurrency", "prompts_per_concurrency")}
+    est = estimate(project, rehearsal=rehearsal, levels=len(base["bench"]["concurrency"]), method=method)
+    plan = Plan(topology, project, base, items, est, notes, budget_s)
+    running = 0.0
+    for item in items:
+        if item.candidate.skip or item.previous:
+            continue
+        item.estimate_s = est.per_candidate_s
+        if budget_s is not None and running + item.estimate_s > budget_s:
+            item.candidate.skip = (f"over budget: the sweep would reach about {_minutes(running + item.estimate_s)} "
+                                   f"of {_minutes(budget_s)}")
+            item.estimate_s = 0.0
+            continue
+        running += item.estimate_s
+    return plan
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"

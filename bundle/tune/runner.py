@@ -1,0 +1,184 @@
+"""One candidate at a time: launch (the same function `bundle launch` runs: readiness, attestation),
+smoke (bundle.verify.smoke), bench (bundle.verify.bench, the configured method) and down (volumes
+kept: the JIT cache volume is keyed by the lock hash and serves every candidate). Each outcome is
+recorded as it finishes; a failed or hung candidate is recorded as such and the sweep goes on; a
+signal takes the candidate's stack down and ends the sweep with nothing left running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+from bundle.errors import EXIT_TIMEOUT, BundleError
+from bundle.stack import docker, runstate
+from bundle.tune import results
+from bundle.tune.plan import Plan, Planned
+
+REASON_CHARS = 600  # of an error's message, in the results line and the table
+KEPT_METRICS = ("completed", "output_throughput", "total_throughput", "mean_ttft_ms", "median_ttft_ms",
+                "mean_tpot_ms", "median_tpot_ms", "mean_itl_ms", "duration")
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + " ..."
+
+
+def _down(project: str, timeout: int | None = None) -> None:
+    """Remove the candidate's containers (volumes kept), whatever state it is in."""
+    try:
+        if not docker.project_containers(project):
+            return
+        runstate.load(project).stack().down(volumes=False, timeout=timeout)
+    except BundleError:
+        pass
+
+
+def _launch_args(args: argparse.Namespace, topology: str) -> argparse.Namespace:
+    return argparse.Namespace(topology=topology, config=getattr(args, "config", None),
+                              rehearsal=args.rehearsal, sim=list(args.sim or []),
+                              timeout=getattr(args, "launch_timeout", None), keep_on_failure=False,
+                              debug=getattr(args, "debug", False))
+
+
+def _smoke(dep, topology, record, console) -> dict:
+    from bundle.durations import parse_duration
+    from bundle.stack.frontdoor import front_door
+    from bundle.stack.workers import ComposeWorkers
+    from bundle.verify import report
+    from bundle.verify.smoke import smoke
+
+    front = front_door(dep, topology)
+    workers = None
+    if topology.has_router:
+        names = {role.name: role.name for role in dep.roles(topology)}
+        workers = ComposeWorkers(record.stack(), names, port=dep.network.worker_port)
+    result = smoke(front, topology=topology.name, checks=dep.smoke.checks, max_tokens=dep.smoke.max_tokens,
+                   request_timeout=parse_duration(dep.smoke.request_timeout, what="smoke.request_timeout"),
+                   workers=workers)
+    data = result.to_dict() | {"project": record.project, "rehearsal": record.rehearsal, "model": front.model,
+                               "lock_hash": record.env.get("BUNDLE_LOCK_HASH"), "image": record.env.get("BUNDLE_IMAGE"),
+                               "max_tokens": dep.smoke.max_tokens, "tune": True}
+    path = report.write_json(runstate.new_run_dir(record.project, "smoke") / "smoke.json", data)
+    failures = "; ".join(f"{s.name}: {s.detail}" for s in result.failures)
+    return {"ok": result.ok, "reason": failures, "report": str(path)}
+
+
+def _bench(dep, topology, record, label: str, console) -> dict:
+    from bundle.stack.frontdoor import front_door
+    from bundle.verify import bench
+
+    front = front_door(dep, topology)
+    plan = bench.plan(dep, topology, record.env, label=label)
+    stack = record.stack()
+
+    def gone():
+        try:
+            states = {s.service: s.state for s in stack.states()}
+        except BundleError:
+            return "its containers can no longer be listed"
+        state = states.get(topology.front_service)
+        return None if state == "running" else f"{topology.front_service} is {state or 'gone'}"
+
+    result, run_dir = bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal, env=record.env,
+                                api_key_file=dep.api_key_file, redact=front.redact, stack_gone=gone,
+                                on_level=lambda lv: console.print(f"  bench C={lv.concurrency}: {lv.num_prompts} "
+                                                                  f"prompts, limit {lv.timeout_s:.0f} s"))
+    levels = [{"concurrency": lv["concurrency"], "status": lv["status"], "reason": lv.get("reason"),
+               "metrics": {k: v for k, v in (lv.get("metrics") or {}).items() if k in KEPT_METRICS} or None}
+              for lv in result["levels"]]
+    bad = [lv for lv in result["levels"] if lv["status"] != "ok"]
+    return {"ok": not bad, "run_id": result["run_id"], "levels": levels,
+            "timeout": any(lv["status"] == "timeout" for lv in bad),
+            "reason": "; ".join(f"C={lv['concurrency']} {lv['status']}: {lv['reason']}" for lv in bad)}
+
+
+def run_candidate(item: Planned, plan: Plan, args: argparse.Namespace, console) -> dict:
+    """Launch, attest, smoke, bench and down one candidate; returns its results line (also appended
+    to runs/<project>/tune/results.jsonl). KeyboardInterrupt (SIGINT, SIGTERM, SIGHUP) takes the
+    stack down and propagates without a line, so a rerun runs the candidate again."""
+    from bundle import topology as registry
+    from bundle.commands.launch import launch
+
+    cand, dep = item.candidate, item.dep
+    topology = registry.get(plan.topology)
+    line = {"key": cand.key, "name": cand.name, "origin": cand.origin, "overrides": cand.overrides,
+            "changes": list(cand.changes), "topology": plan.topology, "project": plan.project,
+            "rehearsal": bool(args.rehearsal), "sim": dict(getattr(args, "sim_knobs", {}) or {}),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": None, "phase": None, "reason": None,
+            "seconds": {}, "levels": [], "bench_run_id": None, "launch_run_dir": None}
+    phase = "launch"
+    t0 = time.monotonic()
+    try:
+        try:
+            launch(_launch_args(args, plan.topology), dep=dep)
+        finally:
+            line["seconds"]["launch"] = round(time.monotonic() - t0, 1)
+            try:
+                line["launch_run_dir"] = runstate.load(plan.project).run_dir
+            except BundleError:
+                pass
+        record = runstate.load(plan.project)
+        phase = "smoke"
+        t = time.monotonic()
+        smoked = _smoke(dep, topology, record, console)
+        line["seconds"]["smoke"] = round(time.monotonic() - t, 1)
+        line["smoke_report"] = smoked["report"]
+        if not smoked["ok"]:
+            raise BundleError(f"smoke failed: {smoked['reason']}")
+        phase = "bench"
+        t = time.monotonic()
+        benched = _bench(dep, topology, record, f"tune {cand.name}", console)
+        line["seconds"]["bench"] = round(time.monotonic() - t, 1)
+        line.update(levels=benched["levels"], bench_run_id=benched["run_id"])
+        if not benched["ok"]:
+            raise BundleError(f"bench: {benched['reason']}", exit_code=EXIT_TIMEOUT if benched["timeout"] else 1)
+        line.update(status="ok", phase="done")
+    except KeyboardInterrupt:
+        console.print(f"interrupted during {cand.name}'s {phase}: taking its stack down (volumes kept); "
+                      f"a rerun runs it again")
+        _down(plan.project, timeout=10)
+        raise
+    except BundleError as exc:
+        line.update(status="timeout" if exc.exit_code == EXIT_TIMEOUT else "failed", phase=phase,
+                    reason=_short(exc.message))
+    t = time.monotonic()
+    _down(plan.project)
+    line["seconds"]["down"] = round(time.monotonic() - t, 1)
+    line["seconds"]["total"] = round(time.monotonic() - t0, 1)
+    line["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    results.append(plan.project, line)
+    return line
+
+
+def run_sweep(plan: Plan, args: argparse.Namespace, console, *, started: float,
+              on_done: Callable[[dict], None] | None = None) -> list[dict]:
+    """Every candidate still to run, in the plan's order; before each one the time spent plus its
+    estimate is held to the budget (the estimate follows what this sweep measured)."""
+    lines = []
+    measured: list[float] = []
+    todo = plan.to_run
+    for index, item in enumerate(todo, 1):
+        estimate = (sum(measured) / len(measured)) if measured else item.estimate_s
+        spent = time.monotonic() - started
+        if plan.budget_s is not None and spent + estimate > plan.budget_s:
+            for rest in todo[index - 1:]:
+                rest.candidate.skip = (f"over budget: {spent / 60:.1f} min spent, about {estimate / 60:.1f} min "
+                                       f"more for this candidate, budget {plan.budget_s / 60:.1f} min")
+            console.print(f"budget: stopping before {item.candidate.name} ({todo[index - 1].candidate.skip})")
+            break
+        console.print(f"\n[bold]candidate {index}/{len(todo)}: {item.candidate.name}[/] "
+                      f"({', '.join(item.candidate.changes) or 'the config as it is'})")
+        line = run_candidate(item, plan, args, console)
+        lines.append(line)
+        if line.get("seconds", {}).get("total"):
+            measured.append(line["seconds"]["total"])
+        colour = "green" if line["status"] == "ok" else "red"
+        console.print(f"[{colour}]{item.candidate.name}: {line['status']}[/]"
+                      + (f" in {line['phase']}: {line['reason']}" if line["status"] != "ok" else "")
+                      + f" ({line['seconds'].get('total', 0):.0f} s)", markup=True)
+        if on_done:
+            on_done(line)
+    return lines

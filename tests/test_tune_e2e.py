@@ -1,0 +1,107 @@
+"""`bundle tune tp4 --space FILE` on the rehearsal, real engine, real router, real bench_serving:
+three candidates at different SIMULATED speeds (chosen by each server's own parsed arguments), one
+made to fail at start. Interrupted (SIGINT) after the first candidate, the sweep leaves nothing
+running; the rerun resumes without repeating it, ranks the others, records the failure and writes
+a bundle.tuned.yaml that `bundle validate` accepts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from bundle.cli import main
+from bundle.errors import EXIT_INTERRUPTED
+from bundle.stack import docker
+from tests.conftest import REPO, write_config
+from tests.sim_process import free_port
+
+pytestmark = pytest.mark.docker
+
+# SIMULATED: EAGLE (mtp-light) runs at 0.4x the TPOT; bf16 would be fastest of all, but its server
+# refuses to start.
+SIM = ["--sim", "SIM_SPEED_RULES=speculative_algorithm=EAGLE:tpot*0.4;kv_cache_dtype=bf16:tpot*0.2",
+       "--sim", "SIM_REFUSE_ARGS=kv_cache_dtype=bf16", "--sim", "SIM_LOAD_SECONDS=1"]
+SPACE = """\
+include_defaults: true
+candidates:
+  - name: fast
+    overrides: {levers: {speculative: mtp-light}}
+  - name: broken
+    overrides: {levers: {kv_cache_dtype: bf16}}
+"""
+
+
+@pytest.fixture
+def project(runs_dir):
+    name = f"tunee2e-{uuid.uuid4().hex[:6]}"
+    yield name
+    subprocess.run(["docker", "compose", "-p", f"{name}-tp4", "down", "-v", "--remove-orphans", "-t", "2"],
+                   capture_output=True)
+
+
+def _lines(runs_dir, project: str) -> list[dict]:
+    path = runs_dir / f"{project}-tp4" / "tune" / "results.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+
+
+def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_tuned_config(
+        tmp_path, runs_dir, project, capsys):
+    config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
+                                    "bench:\n  concurrency: [2]\n  prompts_per_concurrency: 2\n"
+                                    "  input_len: 16\n  output_len: 12\n  range_ratio: 1.0\n")
+    space = write_config(tmp_path, SPACE, name="space.yaml")
+    command = ["tune", "tp4", "-c", str(config), "--space", str(space), "--rehearsal", *SIM]
+
+    # 1. A real process, interrupted as soon as the first candidate is recorded.
+    log = tmp_path / "first.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "bundle", *command], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=REPO, env={**os.environ, "BUNDLE_RUNS_DIR": str(runs_dir)})
+    try:
+        deadline = time.monotonic() + 480
+        while time.monotonic() < deadline and not _lines(runs_dir, project) and proc.poll() is None:
+            time.sleep(0.5)
+        assert _lines(runs_dir, project), f"no candidate finished: {log.read_text()[-3000:]}"
+        time.sleep(3)  # into the second candidate's launch
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert code == EXIT_INTERRUPTED, text[-3000:]
+    assert "interrupted" in text and "run the same command again to resume" in " ".join(text.split())
+    assert docker.project_containers(f"{project}-tp4") == [], "the interrupted sweep left containers"
+    first = _lines(runs_dir, project)
+    assert [line["name"] for line in first] == ["defaults"] and first[0]["status"] == "ok"
+
+    # 2. The rerun resumes: the defaults are not launched again.
+    assert main(command) == 0
+    out = capsys.readouterr().out
+    assert "resumed: not run again" in out
+    lines = _lines(runs_dir, project)
+    assert [line["name"] for line in lines] == ["defaults", "fast", "broken"]
+    broken = lines[2]
+    assert broken["status"] == "failed" and broken["phase"] == "launch" and broken["reason"]
+    assert docker.project_containers(f"{project}-tp4") == []
+
+    sweep = json.loads(sorted((runs_dir / f"{project}-tp4").glob("*-tune/sweep.json"))[-1].read_text())
+    ranked = [c["name"] for c in sweep["candidates"]]
+    assert ranked == ["fast", "defaults", "broken"], ranked  # broken would have been fastest: it failed
+    fast, defaults = sweep["candidates"][0], sweep["candidates"][1]
+    assert fast["score"] > defaults["score"] * 1.5
+    assert "REHEARSAL" in out and "SIMULATED" in out
+    assert sorted((runs_dir / f"{project}-tp4").glob("*-tune/tune.png"))
+
+    tuned = tmp_path / "bundle.tuned.yaml"
+    body = tuned.read_text()
+    assert "speculative: mtp-light" in body and "levers.speculative: mtp-light" in body
+    assert f"--against {defaults['bench_run_id']}" in body and "SIMULATED" in body
+    assert main(["validate", "tp4", "-c", str(tuned)]) == 0
