@@ -104,13 +104,23 @@ def first_generation(front: FrontDoor, prompt: str, *, timeout: float = 120.0) -
     return text
 
 
-def front_door_state(front: FrontDoor, *, timeout: float = 10) -> tuple[bool, str]:
+def front_door_state(front: FrontDoor, *, timeout: float = 10, workers: int = 0) -> tuple[bool, str]:
+    """Whether the front door's readiness path answers 200; with `workers`, also whether the router
+    counts that many healthy workers (smg's /readiness says how many: a dp router is ready with one
+    replica of two, and ready then means all of them)."""
     path = front.readiness_path
     try:
         response = requests.get(front.url + path, headers=front.headers, timeout=timeout)
     except requests.RequestException as exc:
         return False, f"{path}: {type(exc).__name__}"
-    return response.status_code == 200, f"{path}: HTTP {response.status_code}"
+    detail = f"{path}: HTTP {response.status_code}"
+    if response.status_code != 200 or not workers:
+        return response.status_code == 200, detail
+    try:
+        healthy = int(response.json().get("healthy_workers", workers))
+    except (ValueError, AttributeError, TypeError):
+        return True, detail  # a readiness answer without counts: its 200 is all it says
+    return healthy >= workers, f"{detail}, {healthy} of {workers} workers healthy"
 
 
 class BackgroundUp:
@@ -237,7 +247,8 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
                 exited_once.discard(view.service)
         servers_healthy = all(v.health == "healthy" for v in views if v.service in server_names)
         if servers_healthy and not missing:
-            ok, detail = front_door_state(front)
+            ok, detail = front_door_state(front, workers=len(server_names & {v.service for v in views})
+                                          if topology.has_router else 0)
             if last_seen.get("front door") != detail:
                 last_seen["front door"] = detail
                 event(f"front door {front.url}{detail}")
