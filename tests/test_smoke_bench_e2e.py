@@ -21,7 +21,7 @@ from bundle.stack import runstate
 from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
-from tests.conftest import write_config
+from tests.conftest import render_for, write_config
 
 pytestmark = pytest.mark.docker
 
@@ -76,7 +76,8 @@ def check_attestation(dep, topology, record):
     saved = json.loads(max(runstate.project_dir(record.project).glob("*-launch/attestation.json"))
                        .read_text())
     assert saved["ok"] and {r["role"] for r in saved["records"]} == set(attest.expectations(dep, topology))
-    result = attest.attest(dep, topology, None, stack=record.stack())
+    # The same render the launch made (a rehearsal: the safe collectives), read from its stack.
+    result = attest.attest(dep, render_for(dep, topology, rehearsal=True), stack=record.stack())
     assert result.ok, result.to_json()
     for rec in result.records:
         assert rec.simulated and rec.error is None

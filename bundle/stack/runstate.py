@@ -47,10 +47,17 @@ def project_dir(project: str) -> Path:
 
 
 def new_run_dir(project: str, verb: str) -> Path:
+    """A fresh folder runs/<project>/<time>-<verb>; a second run in the same second gets <time>.2-<verb>
+    (it sorts after the first, and globs on *-<verb> still find it)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = project_dir(project) / f"{stamp}-{verb}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    for n in range(1, 1000):
+        path = project_dir(project) / (f"{stamp}-{verb}" if n == 1 else f"{stamp}.{n}-{verb}")
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            continue
+    raise BundleError(f"{project_dir(project)}: cannot make a run folder for {verb}", exit_code=EXIT_CONFIG)
 
 
 def save(record: LaunchRecord) -> Path:
