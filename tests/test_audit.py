@@ -242,3 +242,20 @@ def test_verify_finds_a_package_installed_into_a_running_container(standin_image
     assert changed.level == Level.FAIL
     assert any(f.what == f"{name}: idna 3.10 is installed, the lock pins 3.20 "
                          f"({SITE}/idna-3.10.dist-info)" for f in changed.findings), changed.as_dict()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_closures_own_nvcc_compiles_an_sm120a_kernel_in_the_image_without_a_cuda_toolkit(standin_image):
+    """Why a devel base is not needed for the JIT compilers (docs/images.md, "Slimming"): the lock's
+    nvidia-cuda-nvcc, headers and the image's gcc build an sm_120a cubin with no GPU and no /usr/local/cuda."""
+    from bundle.images.audit import tools
+
+    cu13 = f"{SITE}/nvidia/cu13"
+    script = (f"test ! -e /usr/local/cuda && cd /tmp && printf '__global__ void k(float*x){{x[threadIdx.x]*=2.f;}}\\n' > k.cu "
+              f"&& {cu13}/bin/nvcc -arch=sm_120a -cubin -o k.cubin k.cu && /opt/tools/cuobjdump --list-elf k.cubin")
+    proc = subprocess.run(["docker", "run", "--rm", "--network", "none", "-v",
+                           f"{tools.ensure() / 'py/nvidia/cu13/bin'}:/opt/tools:ro", "--entrypoint", "bash",
+                           standin_image, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "sm_120a" in proc.stdout
