@@ -230,3 +230,10 @@ def test_the_bench_comparison_names_the_run_and_its_label():
 def test_no_config_file_means_the_embedded_defaults_as_the_base():
     base = planner.merged_config(Source(DEFAULTS_NAME, {}), Space(None, {}, []))
     assert base["project"] == "sglang-bundle" and base["levers"]["speculative"] == "none"
+
+
+def test_a_forced_collectives_value_that_auto_already_decides_is_not_run_twice(tmp_path, runs_dir):
+    plan = _plan(tmp_path, "levers:\n  pcie_safe_collectives: [true, false]\n")
+    skips = {p.candidate.name: p.candidate.skip for p in plan.items}
+    assert "auto already decides true here" in skips["pcie_safe_collectives=true"]
+    assert skips["pcie_safe_collectives=false"] is None  # a rehearsal: nothing to probe, P2P simulated

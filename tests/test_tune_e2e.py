@@ -77,7 +77,7 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
             proc.kill()
     text = log.read_text()
     assert code == EXIT_INTERRUPTED, text[-3000:]
-    assert "interrupted" in text and "run the same command again to resume" in " ".join(text.split())
+    assert "interrupted" in text and "Run the same command again to resume" in " ".join(text.split())
     assert docker.project_containers(f"{project}-tp4") == [], "the interrupted sweep left containers"
     first = _lines(runs_dir, project)
     assert [line["name"] for line in first] == ["defaults"] and first[0]["status"] == "ok"

@@ -200,11 +200,22 @@ def kernel_problem(rendered, libs: dict[str, bool]) -> str | None:
     return None
 
 
-def p2p_problem(dep: Deployment, project: str, *, rehearsal: bool) -> str | None:
-    """P2P collectives forced on where this host's probe said they are unsafe, or never probed."""
-    if dep.levers.pcie_safe_collectives is not False or rehearsal:
-        return None
+def p2p_problem(dep: Deployment, project: str, *, rehearsal: bool, config_value="auto") -> str | None:
+    """P2P collectives forced on where this host's probe said they are unsafe, or never probed; or a
+    forced value that is what the config's `auto` already decides here (the same run twice)."""
+    value = dep.levers.pcie_safe_collectives
     saved = runstate.project_dir(project) / "collectives.json"
+    if config_value == "auto" and value != "auto":
+        decided = True if rehearsal else None  # a rehearsal's auto is the safe setting (nothing to probe)
+        if decided is None and saved.is_file():
+            data = json.loads(saved.read_text())
+            decided = data.get("pcie_safe") if data.get("source") == "probe" else None
+        if decided is value:
+            why = "a rehearsal: the safe setting" if rehearsal else "this host's probe"
+            return (f"levers.pcie_safe_collectives: auto already decides {str(value).lower()} here "
+                    f"({why}): the same as the config")
+    if value is not False or rehearsal:
+        return None
     if not saved.is_file():
         return ("P2P collectives need this host's probe first: launch once with "
                 "levers.pcie_safe_collectives: auto (it probes NCCL with P2P on and off)")
@@ -265,7 +276,8 @@ def make_plan(args: argparse.Namespace, space: Space, user: Source, *, topology:
             cand.skip = "rejected before launch: " + "; ".join(exc.problems)
             items.append(Planned(cand, None))
             continue
-        cand.skip = p2p_problem(dep, project, rehearsal=rehearsal)
+        cand.skip = p2p_problem(dep, project, rehearsal=rehearsal,
+                                config_value=base["levers"]["pcie_safe_collectives"])
         if cand.skip is None and libs is not None:
             cand.skip = kernel_problem(prepared.rendered, libs)
         items.append(Planned(cand, dep, previous=done.get(cand.key)))
