@@ -150,12 +150,12 @@ def test_candidates_sglang_rejects_are_skipped_before_any_launch(tmp_path, runs_
     assert "ambiguous option" in skips["ambiguous"] or "cuda-graph-max-bs" in skips["ambiguous"]
     assert "--moe-runner-backend is set by the bundle itself" in skips["repeats-a-lever"]
     assert [p.candidate.name for p in plan.to_run] == ["defaults"]
-    assert any("no image audit report under runs/" in n for n in plan.notes)
+    assert any("no image audit report of this lock under runs/" in n for n in plan.notes)
 
 
 def test_the_image_audit_skips_a_kernel_without_sm120_code(tmp_path, runs_dir):
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    (runs_dir / "audit.json").write_text(json.dumps({"lock_hash": "abc", "libraries": [
+    (runs_dir / "audit" / "lock-abc").mkdir(parents=True)
+    (runs_dir / "audit" / "lock-abc" / "latest.json").write_text(json.dumps({"lock_hash": "abc", "libraries": [
         {"path": "/opt/venv/lib/python3.12/site-packages/sgl_kernel/sm100/common_ops.abi3.so", "runs_on_sm120": False}]}))
     plan = _plan(tmp_path, "levers:\n  moe_runner: [marlin, triton]\n")
     skips = {p.candidate.name: p.candidate.skip for p in plan.items}

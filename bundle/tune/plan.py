@@ -159,8 +159,13 @@ def estimate(project: str, *, rehearsal: bool, levels: int, method: dict) -> Est
 
 
 # ---- skips ----------------------------------------------------------------------------------------
-def find_audit_report() -> Path | None:
-    """The newest image-audit JSON under runs/ (`bundle audit --json > runs/audit.json`)."""
+def find_audit_report(lock_hash: str) -> Path | None:
+    """This lock's image-audit JSON under runs/: where `bundle audit` keeps its latest
+    (runs/audit/lock-<hash>/latest.json), else the newest runs/**/audit*.json
+    (`bundle audit --json > runs/audit.json`)."""
+    latest = paths.runs_dir() / "audit" / f"lock-{lock_hash}" / "latest.json"
+    if latest.is_file():
+        return latest
     found = [p for p in paths.runs_dir().glob("**/audit*.json") if p.is_file()]
     return max(found, key=lambda p: p.stat().st_mtime) if found else None
 
@@ -252,10 +257,10 @@ def make_plan(args: argparse.Namespace, space: Space, user: Source, *, topology:
     cands = order(space_candidates(space, base, topology))
     done = results.finished(project)
     notes = []
-    report_path = find_audit_report()
+    report_path = find_audit_report(lock_hash)
     libs = None
     if report_path is None:
-        notes.append("no image audit report under runs/ (`bundle audit --json > runs/audit.json`): "
+        notes.append("no image audit report of this lock under runs/ (`bundle audit`): "
                      "the sm_120 kernel filter was skipped")
     else:
         libs, note = audit_libraries(report_path, lock_hash)
