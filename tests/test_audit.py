@@ -259,3 +259,20 @@ def test_the_closures_own_nvcc_compiles_an_sm120a_kernel_in_the_image_without_a_
                            standin_image, "-c", script], capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "sm_120a" in proc.stdout
+
+
+def test_validate_shows_the_choices_the_last_audit_of_this_lock_predicted(tmp_path, monkeypatch, capsys):
+    from bundle.cli import main
+    from bundle.images import audit_record
+
+    monkeypatch.setenv("BUNDLE_RUNS_DIR", str(tmp_path))
+    assert main(["validate", "tp4"]) == 0
+    assert "predicted: no `bundle audit` of this lock's image" in capsys.readouterr().out
+    choice = {"attention_backend": "dsv4", "page_size": 256, "moe_runner_backend": "flashinfer_mxfp4",
+              "sm120_sparse_mla_backend": "flashinfer", "kv_cache_dtype": "fp8_e4m3", "speculative_algorithm": None}
+    report = {"config": "<embedded defaults>", "predicted": {"tp4/server": choice, "pd/prefill": choice}}
+    audit_record.save(load_lock().hash, json.dumps(report))
+    assert main(["validate", "tp4"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted tp4/server: attention dsv4, page 256, MoE flashinfer_mxfp4, sparse-MLA flashinfer" in out
+    assert "pd/prefill" not in out  # only the topology asked for

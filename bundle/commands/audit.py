@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bundle.commands._common import load
     from bundle.images.audit import audit
-    from bundle.images.audit.report import render_json, render_table
+    from bundle.images.audit.report import render_json, render_table, save
     from bundle.images.lock import load_lock
 
     dep = load(args)
@@ -57,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
     result = audit(image, dep, lock, config_name=dep.source.name, only=args.only, skip=args.skip,
                    deep=args.deep, sbom_out=Path(args.sbom) if args.sbom else None,
                    on_progress=None if args.json else lambda msg: err.print(msg, markup=False))
+    saved = save(result)
     if args.json:
         print(render_json(result))
     else:
         render_table(result, Console(highlight=False), verbose=args.verbose)
+        err.print(f"report: {saved}", markup=False)
     return result.exit_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -37,3 +38,12 @@ def render_table(audit: Audit, console: Console, *, verbose: bool = False) -> No
     console.print(f"{'FAIL' if fails else 'OK'}: {fails} failure(s), {warns} warning(s); lock "
                   f"{audit.ctx.lock.hash}, image label {audit.ctx.labels.get('io.sglang-bundle.lock-hash', 'none')}",
                   style="bold red" if fails else "green", markup=False)
+
+
+
+def save(audit: Audit) -> Path:
+    """The JSON report under runs/audit/lock-<hash>/ (bundle/images/audit_record.py), where
+    `bundle validate` reads the predicted choices from."""
+    from bundle.images import audit_record
+
+    return audit_record.save(audit.ctx.lock.hash, render_json(audit))
