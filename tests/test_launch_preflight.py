@@ -65,3 +65,31 @@ def test_launch_without_a_model_folder_fails_for_a_real_launch(tmp_path, capsys)
     path = write_config(tmp_path, f"project: preflight-model\nmodel:\n  path: {tmp_path}/absent\n")
     assert main(["launch", "tp4", "-c", str(path)]) == EXIT_CONFIG
     assert "model.path" in capsys.readouterr().err
+
+
+def test_a_model_folder_that_differs_from_the_pinned_checkpoint_is_refused(tmp_path, capsys, monkeypatch):
+    import hashlib
+    import shutil
+    from pathlib import Path
+
+    from bundle.images import model
+    from bundle.images.lock import load_lock
+
+    repo = Path(__file__).resolve().parents[1]
+    home = tmp_path / "home"
+    for folder in ("docker", "compose"):
+        shutil.copytree(repo / folder, home / folder)
+    monkeypatch.setenv("BUNDLE_HOME", str(home))
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "config.json").write_text('{"model_type": "deepseek_v4"}')
+    (weights / "model-00001-of-00001.safetensors").write_bytes(b"\1" * 100)
+    config_sha = hashlib.sha256((weights / "config.json").read_bytes()).hexdigest()
+    model.write_pin(load_lock(), "0123456789abcdef0123456789abcdef01234567",
+                    {"config.json": f"sha256:{config_sha}", "model-00001-of-00001.safetensors": "size:4096"})
+    path = write_config(tmp_path, f"project: preflight-pin\nmodel:\n  path: {weights}\n")
+    assert main(["launch", "tp4", "-c", str(path)]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "model-00001-of-00001.safetensors: size 100 != 4096" in err or "model-00001-of-00001.safetensors" in err
+    assert "bundle model fetch" in err
+    assert docker.project_containers("preflight-pin-tp4") == []

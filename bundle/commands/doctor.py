@@ -40,15 +40,17 @@ def build_context(args: argparse.Namespace):
     dep = load(args)
     roles = dep.roles(registry.get(args.topology))
     image = args.image or dep.image_ref
-    lock_hash = None
-    if not image:
-        try:
-            from bundle.images.lock import load_lock
+    lock_hash, pin = None, None
+    try:
+        from bundle.images.lock import load_lock
+        from bundle.images.model import model_pin
 
-            lock = load_lock()
+        lock = load_lock()
+        pin = model_pin(lock)
+        if not image:
             image, lock_hash = lock.image_ref, lock.hash
-        except BundleError:
-            image = None  # a broken lock is `bundle validate`'s to report; NIXL then runs on the host
+    except BundleError:
+        pass  # a broken lock is `bundle validate`'s to report; NIXL then runs on the host
     network = dep.network
     ports = [(network.host_address, network.front_port, f"{args.topology} front door")]
     ports += [(network.host_address, p, "--port") for p in args.port]
@@ -66,6 +68,7 @@ def build_context(args: argparse.Namespace):
         pcie_safe_collectives=dep.levers.pcie_safe_collectives,
         nixl_gpus=nixl_gpus,
         host_python_nixl=not args.no_host_nixl,
+        model_pin=pin,
     )
 
 

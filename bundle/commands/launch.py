@@ -68,6 +68,8 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
     dep, topology = prepared.dep, prepared.topology
     for warning in prepared.findings.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    if not args.rehearsal:
+        _check_model_against_lock(dep)
     timeout = parse_duration(args.timeout or dep.lifecycle.launch_timeout, what="--timeout")
     docker.require_engine()
     docker.require_compose()
@@ -188,6 +190,26 @@ def _record_collectives(decision, project: str, run_dir) -> None:
     text = json.dumps(decision.as_dict(), indent=2) + "\n"
     (run_dir / COLLECTIVES_NAME).write_text(text)
     (runstate.project_dir(project) / COLLECTIVES_NAME).write_text(text)
+
+
+def _check_model_against_lock(dep) -> None:
+    """The same lock means the same weights: a model folder that differs from the checkpoint the
+    lock pins (file sizes, small files' sha256) is refused before anything starts."""
+    from pathlib import Path
+
+    from bundle.errors import EXIT_CONFIG
+    from bundle.images.lock import load_lock
+    from bundle.images.model import check_folder, differences_text, model_pin
+
+    pin = model_pin(load_lock())
+    if pin is None or not pin.pinned:
+        return
+    differences = check_folder(Path(dep.model_path).expanduser(), pin)
+    if differences:
+        raise BundleError(f"{dep.model_path} (model.path): {differences_text(differences, pin)}",
+                          exit_code=EXIT_CONFIG,
+                          hint="bundle model fetch (downloads exactly the pinned revision), or `bundle model pin` "
+                               "for this checkpoint")
 
 
 def _sim_knobs(pairs: list[str], rehearsal: bool) -> dict[str, str]:

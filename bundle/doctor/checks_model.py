@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, fail, ok, skip, warn
+from bundle.images.model import check_folder, differences_text
 from bundle.rules.checkpoint import unsupported_checkpoint
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -52,4 +53,16 @@ def model_files(ctx: HostContext) -> CheckResult:
     if not any((root / name).is_file() for name in TOKENIZER_FILES):
         return warn(f"{len(shards)} shards present, but no tokenizer file ({', '.join(TOKENIZER_FILES)})",
                     "download the tokenizer files with the checkpoint", **details)
+    pin = ctx.model_pin
+    if pin is None or not pin.pinned:
+        details["manifest"] = "not pinned in docker/lock.toml [model] (bundle model pin)"
+    else:
+        differences = check_folder(root, pin)
+        if differences:
+            return fail(f"{root}: {differences_text(differences, pin)}",
+                        "bundle model fetch (downloads exactly the pinned revision), or pin this one: "
+                        "bundle model pin --revision SHA", differences=[d.__dict__ for d in differences[:50]],
+                        **details)
+        details["manifest"] = (f"matches {pin.repo}@{pin.revision[:12]} (sizes; `bundle model check --sha256` "
+                               f"hashes the shards)")
     return ok(f"{model_type}: {len(shards)} shards, {size / 1024 ** 3:.1f} GiB, tokenizer present", **details)

@@ -23,6 +23,7 @@ class HostContext:
     pcie_safe_collectives: bool | str | None = None  # the config's lever (true, false, "auto"); None: unknown
     nixl_gpus: tuple[int, int] = (0, 4)  # a prefill GPU and a decode GPU
     host_python_nixl: bool = True  # allow the DRAM fallback on this host's Python
+    model_pin: object | None = None  # bundle.images.model.ModelPin of the lock; None: not pinned
 
     @property
     def gpus_needed(self) -> int:

@@ -83,6 +83,14 @@ def check_folder(folder: Path, pin: ModelPin, *, shards_sha256: bool = False) ->
     return out
 
 
+def differences_text(differences: list[Difference], pin: ModelPin, *, shown: int = 5) -> str:
+    """One line for a message: how many files differ from the pinned checkpoint, the first few named."""
+    listed = "; ".join(f"{d.path}: {d.what}" for d in differences[:shown])
+    more = f"; and {len(differences) - shown} more" if len(differences) > shown else ""
+    return (f"{len(differences)} file(s) differ from {pin.repo}@{pin.revision[:12]} "
+            f"(docker/lock.toml [model.files]): {listed}{more}")
+
+
 def manifest_from(files: list[dict], small_hashes: dict[str, str]) -> dict[str, str]:
     """The manifest from the Hub's file list ([{path, size, lfs_sha256}]) and the sha256 of the
     small files (downloaded and hashed: the Hub gives only git blob ids for those)."""
