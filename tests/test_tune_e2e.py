@@ -2,12 +2,14 @@
 three candidates at different SIMULATED speeds (chosen by each server's own parsed arguments), one
 made to fail at start. Interrupted (SIGINT) after the first candidate, the sweep leaves nothing
 running; the rerun resumes without repeating it, ranks the others, records the failure and writes
-a bundle.tuned.yaml that `bundle validate` accepts."""
+a bundle.tuned.yaml that `bundle validate` accepts; launched and benchmarked, the tuned config's
+table shows its gain over the defaults' run."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -105,3 +107,15 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
     assert "speculative: mtp-light" in body and "levers.speculative: mtp-light" in body
     assert f"--against {defaults['bench_run_id']}" in body and "SIMULATED" in body
     assert main(["validate", "tp4", "-c", str(tuned)]) == 0
+
+    # 3. The tuned config, launched and benchmarked: the table shows the gain over the defaults' run.
+    capsys.readouterr()
+    assert main(["launch", "tp4", "--rehearsal", "-c", str(tuned), *SIM]) == 0
+    try:
+        assert main(["bench", "-c", str(tuned), "--against", defaults["bench_run_id"]]) == 0
+        out = capsys.readouterr().out
+        rows = [row for row in out.splitlines() if f"run {defaults['bench_run_id']} (tune defaults)" in row
+                and "output_throughput" in row]
+        assert rows and re.search(r"\+\d+\.\d%", rows[0]), out[-3000:]  # more throughput than the defaults
+    finally:
+        assert main(["down", "tp4", "-c", str(tuned)]) == 0
