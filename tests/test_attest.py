@@ -245,3 +245,18 @@ def test_samples_match_what_the_pinned_sglang_builds_now():
     fresh = json.loads(json.dumps(module.sample(module.SAMPLES["tp4.json"]), default=str))
     assert set(fresh) == set(sample("tp4.json")), "regenerate tests/data/server_info with make_samples.py"
     assert copy.deepcopy(fresh)["cuda_graph_config"] == sample("tp4.json")["cuda_graph_config"]
+
+
+def test_what_the_server_runs_is_held_against_the_audits_prediction(tmp_path):
+    record = attest.WorkerRecord(role="server", source="saved", fields={
+        "attention_backend": "dsv4", "page_size": 256, "moe_runner_backend": "flashinfer_mxfp4",
+        "kv_cache_dtype": "fp8_e4m3", "speculative_algorithm": None})
+    predicted = {"tp4/server": {"attention_backend": "dsv4", "page_size": 256, "moe_runner_backend": "flashinfer_mxfp4",
+                                "kv_cache_dtype": "fp8_e4m3", "speculative_algorithm": None}}
+    (same,) = attest.against_prediction([record], predicted, "tp4", "latest.json")
+    assert same.level == "OK"
+    record.fields["moe_runner_backend"] = "triton"
+    (differs,) = attest.against_prediction([record], predicted, "tp4", "latest.json")
+    assert differs.level == "WARN" and "moe_runner_backend 'triton', predicted 'flashinfer_mxfp4'" in differs.detail
+    record.simulated = True  # a rehearsal is not held to an audit of the real image
+    assert attest.against_prediction([record], predicted, "tp4", "latest.json") == []

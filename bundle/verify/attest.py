@@ -394,7 +394,37 @@ def attest(dep, rendered, *, stack=None) -> Attestation:
     else:
         front = front_door(dep, topology)  # the lone server is the front door (and holds the key)
         info_from = HttpWorkers({name: front.url for name in servers}, front.headers)
-    return judge(topology.name, info_from, env_from, expectations(dep, topology, rendered.collectives))
+    result = judge(topology.name, info_from, env_from, expectations(dep, topology, rendered.collectives))
+    from bundle.images.audit_record import latest_predicted
+
+    found = latest_predicted(rendered.env.get("BUNDLE_LOCK_HASH", ""), dep.source.name)
+    if found is not None:
+        result.findings.extend(against_prediction(result.records, found[1], topology.name, found[0].name))
+    return result
+
+
+# What the image's audit predicted (SGLang's own resolution with the platform reported as sm_120)
+# and what a server reports it runs: the same names in both.
+PREDICTED = ("attention_backend", "page_size", "moe_runner_backend", "kv_cache_dtype", "speculative_algorithm")
+
+
+def against_prediction(records: list[WorkerRecord], predicted: dict, topology: str, source: str) -> list[Finding]:
+    """A finding per server the audit predicted: OK when it runs what was predicted, WARN naming each
+    choice that differs (the audit ran SGLang's own choices without a GPU; the server made them on one).
+    A rehearsal's simulated workers are not held to an audit of the real image."""
+    out = []
+    for record in records:
+        wanted = predicted.get(f"{topology}/{record.role}")
+        if wanted is None or record.simulated or record.error:
+            continue
+        differs = [f"{key} {record.fields.get(key)!r}, predicted {wanted.get(key)!r}" for key in PREDICTED
+                   if key in wanted and key in record.fields and record.fields.get(key) != wanted.get(key)]
+        if differs:
+            out.append(Finding(WARN, record.role, "predicted choices",
+                               f"the server chose differently from the image's audit ({source}): " + "; ".join(differs)))
+        else:
+            out.append(Finding(OK, record.role, "predicted choices", f"as the image's audit predicted ({source})"))
+    return out
 
 
 def judge(topology: str, info_from: Workers, env_from: Workers | None,
