@@ -237,3 +237,26 @@ def test_a_forced_collectives_value_that_auto_already_decides_is_not_run_twice(t
     skips = {p.candidate.name: p.candidate.skip for p in plan.items}
     assert "auto already decides true here" in skips["pcie_safe_collectives=true"]
     assert skips["pcie_safe_collectives=false"] is None  # a rehearsal: nothing to probe, P2P simulated
+
+
+def test_the_sweep_stops_before_a_candidate_would_overrun_the_budget(tmp_path, runs_dir, monkeypatch):
+    from rich.console import Console
+
+    from bundle.tune import runner
+
+    plan = _plan(tmp_path, "levers:\n  speculative: [mtp, mtp-light]\n")
+    plan.budget_s = 300.0  # the plan fits all three at its assumed 130 s ... until they measure slower
+    plan.items[0].estimate_s = plan.items[1].estimate_s = plan.items[2].estimate_s = 90.0
+    ran = []
+
+    def measured(item, plan_, args, console):  # each candidate takes 200 s of the sweep's clock
+        ran.append(item.candidate.name)
+        clock[0] += 200.0
+        return {"status": "ok", "seconds": {"total": 200.0}, "phase": "done"}
+
+    clock = [0.0]
+    monkeypatch.setattr(runner, "run_candidate", measured)
+    monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
+    runner.run_sweep(plan, argparse.Namespace(), Console(file=open("/dev/null", "w")), started=0.0)
+    assert ran == ["defaults"]  # 200 s spent + 200 s measured per candidate > 300 s
+    assert plan.items[1].candidate.skip.startswith("over budget: 3.3 min spent")
