@@ -1,6 +1,6 @@
 """`bundle tune tp4 --space FILE` on the rehearsal, real engine, real router, real bench_serving:
-three candidates at different SIMULATED speeds (chosen by each server's own parsed arguments), one
-made to fail at start. Interrupted (SIGINT) after the first candidate, the sweep leaves nothing
+candidates at different SIMULATED speeds (chosen by each server's own parsed arguments), one made
+to fail at start and one to hang. Interrupted (SIGINT) after the first candidate, the sweep leaves nothing
 running; the rerun resumes without repeating it, ranks the others, records the failure and writes
 a bundle.tuned.yaml that `bundle validate` accepts; launched and benchmarked, the tuned config's
 table shows its gain over the defaults' run."""
@@ -28,8 +28,10 @@ pytestmark = pytest.mark.docker
 
 # SIMULATED: EAGLE (mtp-light) runs at 0.4x the TPOT; bf16 would be fastest of all, but its server
 # refuses to start.
-SIM = ["--sim", "SIM_SPEED_RULES=speculative_algorithm=EAGLE:tpot*0.4;kv_cache_dtype=bf16:tpot*0.2",
-       "--sim", "SIM_REFUSE_ARGS=kv_cache_dtype=bf16", "--sim", "SIM_LOAD_SECONDS=1"]
+SIM = ["--sim", "SIM_SPEED_RULES=speculative_algorithm=EAGLE:tpot*0.4;kv_cache_dtype=bf16:tpot*0.2;"
+                "moe_runner_backend=triton:tpot*0.3",
+       "--sim", "SIM_REFUSE_ARGS=kv_cache_dtype=bf16", "--sim", "SIM_HANG_ARGS=moe_runner_backend=triton",
+       "--sim", "SIM_LOAD_SECONDS=1"]
 SPACE = """\
 include_defaults: true
 candidates:
@@ -37,6 +39,8 @@ candidates:
     overrides: {levers: {speculative: mtp-light}}
   - name: broken
     overrides: {levers: {kv_cache_dtype: bf16}}
+  - name: hung
+    overrides: {levers: {moe_runner: triton}}
 """
 
 
@@ -59,7 +63,9 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
                                     "bench:\n  concurrency: [2]\n  prompts_per_concurrency: 2\n"
                                     "  input_len: 16\n  output_len: 12\n  range_ratio: 1.0\n")
     space = write_config(tmp_path, SPACE, name="space.yaml")
-    command = ["tune", "tp4", "-c", str(config), "--space", str(space), "--rehearsal", *SIM]
+    # 90 s: the hung candidate's bound; the broken one's crash loop is reported within about 60 s.
+    command = ["tune", "tp4", "-c", str(config), "--space", str(space), "--rehearsal", "--launch-timeout", "90s",
+               *SIM]
 
     # 1. A real process, interrupted as soon as the first candidate is recorded.
     log = tmp_path / "first.log"
@@ -89,14 +95,15 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
     out = capsys.readouterr().out
     assert "resumed: not run again" in out
     lines = _lines(runs_dir, project)
-    assert [line["name"] for line in lines] == ["defaults", "fast", "broken"]
-    broken = lines[2]
+    assert [line["name"] for line in lines] == ["defaults", "fast", "broken", "hung"]
+    broken, hung = lines[2], lines[3]
     assert broken["status"] == "failed" and broken["phase"] == "launch" and broken["reason"]
+    assert hung["status"] == "timeout" and hung["phase"] == "launch" and "not ready after 90 s" in hung["reason"]
     assert docker.project_containers(f"{project}-tp4") == []
 
     sweep = json.loads(sorted((runs_dir / f"{project}-tp4").glob("*-tune/sweep.json"))[-1].read_text())
     ranked = [c["name"] for c in sweep["candidates"]]
-    assert ranked == ["fast", "defaults", "broken"], ranked  # broken would have been fastest: it failed
+    assert ranked == ["fast", "defaults", "broken", "hung"], ranked  # the two fastest on paper never served
     fast, defaults = sweep["candidates"][0], sweep["candidates"][1]
     assert fast["score"] > defaults["score"] * 1.5
     assert "REHEARSAL" in out and "SIMULATED" in out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 import sys
@@ -48,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     if refusal:
         log.error("worker simulator: refusing to start with %s (SIM_REFUSE_ARGS, simulated failure)", refusal)
         return 1
+    hang = speed.refused(launch.fields, resolved_fields, os.environ.get("SIM_HANG_ARGS", ""))
+    if hang:
+        log.error("worker simulator: hanging from the start with %s (SIM_HANG_ARGS, simulated hang)", hang)
+        knobs.hang = True
     for line in speed.apply_speed_rules(knobs, launch.fields, resolved_fields):
         log.warning("worker simulator: simulated speed rule %s (SIM_SPEED_RULES)", line)
     host, port = launch.get("host", "127.0.0.1"), int(launch.get("port", 30000))

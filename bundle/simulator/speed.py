@@ -12,6 +12,8 @@ line, so ranking and failure handling are exercised end to end:
   applies, in order. E.g. `speculative_algorithm=EAGLE:tpot*0.5;moe_runner_backend=triton:tpot*2`.
 - SIM_REFUSE_ARGS: `FIELD=VALUE[;...]`: a server whose arguments match exits 1 at start, as a
   server that crashes on a setting its parser accepted.
+- SIM_HANG_ARGS: `FIELD=VALUE[;...]`: a server whose arguments match hangs from the start (SIM_HANG:
+  /health and generations stop answering), as a server stuck in NCCL set-up.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def apply_speed_rules(knobs, fields: dict, resolved: dict, text: str | None = No
 
 
 def refused(fields: dict, resolved: dict, text: str | None = None) -> str | None:
-    """The first SIM_REFUSE_ARGS condition the arguments match, or None."""
+    """The first SIM_REFUSE_ARGS condition (or those of `text`) the arguments match, or None."""
     text = os.environ.get("SIM_REFUSE_ARGS", "") if text is None else text
     for part in filter(None, (p.strip() for p in text.split(";"))):
         field, value = _condition(part, "SIM_REFUSE_ARGS")
