@@ -163,7 +163,9 @@ def find_audit_report(lock_hash: str) -> Path | None:
     """This lock's image-audit JSON under runs/: where `bundle audit` keeps its latest
     (runs/audit/lock-<hash>/latest.json), else the newest runs/**/audit*.json
     (`bundle audit --json > runs/audit.json`)."""
-    latest = paths.runs_dir() / "audit" / f"lock-{lock_hash}" / "latest.json"
+    from bundle.images import audit_record
+
+    latest = audit_record.folder(lock_hash) / "latest.json"
     if latest.is_file():
         return latest
     found = [p for p in paths.runs_dir().glob("**/audit*.json") if p.is_file()]
