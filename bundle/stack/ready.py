@@ -22,6 +22,7 @@ from bundle.stack.frontdoor import FrontDoor
 from bundle.topology import ROUTER, TOOL_SERVICE, Topology
 
 POLL_SECONDS = 2.0
+CRASH_LOOP_RESTARTS = 2  # restarts during one launch's wait that make it a crash loop
 
 
 @dataclass
@@ -175,6 +176,7 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
     last_seen: dict[str, str] = {}
     exited_once: set[str] = set()
     restarts: dict[str, int] = {}
+    first_seen: dict[str, int] = {}  # each service's restart count when the wait first saw it
     first_failure: _Failure | None = None
     logs = LogProgress(stack)
     events: list[str] = []
@@ -228,11 +230,16 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
                     first_failure.exit_code = view.exit_code
                 first_failure.fatal = logs.fatal(view.service) or first_failure.fatal
             restarts[view.service] = view.restarts
+            first_seen.setdefault(view.service, view.restarts)
         missing = expected_services - {v.service for v in views}
         if missing and (starting is None or starting.done()):
             raise NotReady(f"containers never appeared: {', '.join(sorted(missing))}", services=views)
         up_done = starting is None or starting.done()
         for view in views:
+            if view.restarts - first_seen.get(view.service, view.restarts) >= CRASH_LOOP_RESTARTS:
+                # Its restart policy keeps bringing it back to crash again: no need to wait for the
+                # policy to give up (or for `compose up`, which waits on it, to fail).
+                raise fail(view, f"is crash-looping (restarted {view.restarts}x)")
             if view.state == "running":
                 seen_running.add(view.service)
             if view.health == "unhealthy" and view.state == "running":
