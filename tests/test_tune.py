@@ -14,6 +14,7 @@ import time
 import pytest
 import requests
 
+from bundle.commands._common import prepare
 from bundle.config.source import DEFAULTS_NAME, Source, parse_yaml
 from bundle.errors import ConfigError
 from bundle.simulator import speed
@@ -138,7 +139,7 @@ def _plan(tmp_path, space_text: str, *, budget_s=None, config="project: p\n"):
     space = _space(tmp_path, space_text)
     args = argparse.Namespace(config=None)
     return planner.make_plan(args, space, user, topology="tp4", rehearsal=True, sim={}, extra_env={},
-                             budget_s=budget_s, lock_hash="abc")
+                             budget_s=budget_s, lock_hash="abc", prepare=prepare)
 
 
 def test_candidates_sglang_rejects_are_skipped_before_any_launch(tmp_path, runs_dir):
@@ -249,7 +250,7 @@ def test_the_sweep_stops_before_a_candidate_would_overrun_the_budget(tmp_path, r
     plan.items[0].estimate_s = plan.items[1].estimate_s = plan.items[2].estimate_s = 90.0
     ran = []
 
-    def measured(item, plan_, args, console):  # each candidate takes 200 s of the sweep's clock
+    def measured(item, plan_, args, console, launch):  # each candidate takes 200 s of the sweep's clock
         ran.append(item.candidate.name)
         clock[0] += 200.0
         return {"status": "ok", "seconds": {"total": 200.0}, "phase": "done"}
@@ -257,6 +258,7 @@ def test_the_sweep_stops_before_a_candidate_would_overrun_the_budget(tmp_path, r
     clock = [0.0]
     monkeypatch.setattr(runner, "run_candidate", measured)
     monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
-    runner.run_sweep(plan, argparse.Namespace(), Console(file=open("/dev/null", "w")), started=0.0)
+    runner.run_sweep(plan, argparse.Namespace(), Console(file=open("/dev/null", "w")), started=0.0,
+                     launch=None)
     assert ran == ["defaults"]  # 200 s spent + 200 s measured per candidate > 300 s
     assert plan.items[1].candidate.skip.startswith("over budget: 3.3 min spent")

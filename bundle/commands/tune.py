@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from bundle.commands.launch import _sim_knobs
+    from bundle.commands._common import prepare
+    from bundle.commands.launch import _sim_knobs, launch
     from bundle.config.loader import find_config, load_config
     from bundle.config.source import read_yaml
     from bundle.durations import parse_duration
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     lock = load_lock()
     plan = planner.make_plan(args, space, user or Source(DEFAULTS_NAME, {}), topology=args.topology,
                              rehearsal=args.rehearsal, sim=knobs, extra_env=extra, budget_s=budget_s,
-                             lock_hash=lock.hash)
+                             lock_hash=lock.hash, prepare=prepare)
     if objective.metric == "tpot" and 1 not in plan.base["bench"]["concurrency"]:
         raise BundleError(f"--objective tpot ranks by the C=1 level, but the bench method's concurrency is "
                           f"{plan.base['bench']['concurrency']}", exit_code=EXIT_USAGE,
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     sweep_dir = runstate.new_run_dir(plan.project, "tune")
     interrupted = None
     try:
-        runner.run_sweep(plan, args, console, started=started)
+        runner.run_sweep(plan, args, console, started=started, launch=launch)
     except KeyboardInterrupt as exc:
         interrupted = exc
     # 3. Every candidate, ranked (this run's, the resumed ones, the skipped ones).

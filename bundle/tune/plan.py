@@ -10,6 +10,7 @@ import argparse
 import copy
 import json
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -251,9 +252,9 @@ def candidate_deployment(user: Source, base: dict, cand: Candidate) -> Deploymen
 
 
 def make_plan(args: argparse.Namespace, space: Space, user: Source, *, topology: str, rehearsal: bool,
-              sim: dict, extra_env: dict, budget_s: float | None, lock_hash: str) -> Plan:
-    from bundle.commands._common import prepare
-
+              sim: dict, extra_env: dict, budget_s: float | None, lock_hash: str, prepare: Callable) -> Plan:
+    """`prepare` is the one path every command takes (bundle.commands._common.prepare), handed in by
+    the verb: tune sits below the commands and does not import them."""
     base = merged_config(user, space)
     project = f"{base['project']}-{topology}"
     cands = order(space_candidates(space, base, topology))

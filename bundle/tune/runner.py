@@ -95,12 +95,12 @@ def _bench(dep, topology, record, label: str, console) -> dict:
             "reason": "; ".join(f"C={lv['concurrency']} {lv['status']}: {lv['reason']}" for lv in bad)}
 
 
-def run_candidate(item: Planned, plan: Plan, args: argparse.Namespace, console) -> dict:
+def run_candidate(item: Planned, plan: Plan, args: argparse.Namespace, console, launch: Callable) -> dict:
     """Launch, attest, smoke, bench and down one candidate; returns its results line (also appended
     to runs/<project>/tune/results.jsonl). KeyboardInterrupt (SIGINT, SIGTERM, SIGHUP) takes the
-    stack down and propagates without a line, so a rerun runs the candidate again."""
+    stack down and propagates without a line, so a rerun runs the candidate again. `launch` is
+    `bundle launch` itself (bundle.commands.launch.launch), handed in by the verb."""
     from bundle import topology as registry
-    from bundle.commands.launch import launch
 
     cand, dep = item.candidate, item.dep
     topology = registry.get(plan.topology)
@@ -153,7 +153,7 @@ def run_candidate(item: Planned, plan: Plan, args: argparse.Namespace, console) 
     return line
 
 
-def run_sweep(plan: Plan, args: argparse.Namespace, console, *, started: float,
+def run_sweep(plan: Plan, args: argparse.Namespace, console, *, started: float, launch: Callable,
               on_done: Callable[[dict], None] | None = None) -> list[dict]:
     """Every candidate still to run, in the plan's order; before each one the time spent plus its
     estimate is held to the budget (the estimate follows what this sweep measured)."""
@@ -171,7 +171,7 @@ def run_sweep(plan: Plan, args: argparse.Namespace, console, *, started: float,
             break
         console.print(f"\n[bold]candidate {index}/{len(todo)}: {item.candidate.name}[/] "
                       f"({', '.join(item.candidate.changes) or 'the config as it is'})")
-        line = run_candidate(item, plan, args, console)
+        line = run_candidate(item, plan, args, console, launch)
         lines.append(line)
         if line.get("seconds", {}).get("total"):
             measured.append(line["seconds"]["total"])
