@@ -21,26 +21,24 @@ def parse(arch: str) -> tuple[int, int, str] | None:
     return (int(m.group(1)), int(m.group(2)), m.group(3)) if m else None
 
 
-def cubin_runs(arch: str, target: tuple[int, int] = TARGET) -> bool:
+def _runs(arch: str, target: tuple[int, int], *, ptx: bool) -> bool:
     p = parse(arch)
     if p is None:
         return False
     major, minor, suffix = p
-    if suffix == "a":
+    if suffix == "a":  # arch-specific: that exact arch only
         return (major, minor) == target
-    return major == target[0] and minor <= target[1]
+    if suffix == "f" or not ptx:  # a family build, or a plain cubin: the same major, this minor or lower
+        return major == target[0] and minor <= target[1]
+    return (major, minor) <= target  # plain PTX is JIT-compiled forward to any later arch
+
+
+def cubin_runs(arch: str, target: tuple[int, int] = TARGET) -> bool:
+    return _runs(arch, target, ptx=False)
 
 
 def ptx_runs(arch: str, target: tuple[int, int] = TARGET) -> bool:
-    p = parse(arch)
-    if p is None:
-        return False
-    major, minor, suffix = p
-    if suffix == "a":
-        return (major, minor) == target
-    if suffix == "f":
-        return major == target[0] and minor <= target[1]
-    return (major, minor) <= target
+    return _runs(arch, target, ptx=True)
 
 
 def coverage(cubins: list[str], ptx: list[str], target: tuple[int, int] = TARGET) -> dict:
