@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,16 @@ def checked(dep, topology: str, *, require_model: bool = False):
     from bundle.rules.check import check
 
     return check(dep, render_for(dep, topology), require_model=require_model)
+
+
+@contextmanager
+def compose_project(prefix: str):
+    """A unique project name for a test; afterwards every topology of it is taken down with
+    `down -v --remove-orphans`, whatever a failed assertion left behind."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    try:
+        yield name
+    finally:
+        for topology in ("tp4", "pd", "dp"):
+            subprocess.run(["docker", "compose", "-p", f"{name}-{topology}", "down", "-v", "--remove-orphans",
+                            "-t", "2"], capture_output=True)

@@ -14,13 +14,12 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 
 import pytest
 
 from bundle.cli import main
 from bundle.stack import docker
-from tests.conftest import write_config
+from tests.conftest import compose_project, write_config
 from tests.sim_process import free_port
 
 pytestmark = pytest.mark.docker
@@ -28,10 +27,8 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture
 def project(runs_dir):
-    name = f"benche2e-{uuid.uuid4().hex[:6]}"
-    yield name
-    subprocess.run(["docker", "compose", "-p", f"{name}-tp4", "down", "-v", "--remove-orphans", "-t", "2"],
-                   capture_output=True)
+    with compose_project("benche2e") as name:
+        yield name
 
 
 def _last_run(runs_dir, project: str) -> dict:

@@ -10,13 +10,12 @@ import os
 import signal
 import subprocess
 import time
-import uuid
 
 import pytest
 
 from bundle.cli import main
 from bundle.stack import docker
-from tests.conftest import write_config
+from tests.conftest import compose_project, write_config
 from tests.sim_process import free_port
 
 pytestmark = pytest.mark.docker
@@ -24,10 +23,8 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture
 def project(runs_dir):
-    name = f"dp-{uuid.uuid4().hex[:6]}"
-    yield name
-    subprocess.run(["docker", "compose", "-p", f"{name}-dp", "down", "-v", "--remove-orphans", "-t", "2"],
-                   capture_output=True)
+    with compose_project("dp") as name:
+        yield name
 
 
 def _host_pid(project: str, service: str) -> int:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-import uuid
 
 import pytest
 import requests
 
 from bundle.cli import main
 from bundle.stack import docker
-from tests.conftest import write_config
+from tests.conftest import compose_project, write_config
 from tests.sim_process import free_port
 
 pytestmark = pytest.mark.docker
@@ -29,11 +28,8 @@ REQUEST_TIMEOUT = 12  # pd.router.request_timeout_secs of these tests
 
 @pytest.fixture
 def project(runs_dir):
-    name = f"recover-{uuid.uuid4().hex[:6]}"
-    yield name
-    for topology in ("tp4", "pd", "dp"):
-        subprocess.run(["docker", "compose", "-p", f"{name}-{topology}", "down", "-v", "--remove-orphans",
-                        "-t", "2"], capture_output=True)
+    with compose_project("recover") as name:
+        yield name
 
 
 def _container(project: str, service: str) -> str:
@@ -62,26 +58,26 @@ def test_stopped_services_come_back_with_launch_and_a_frozen_decode_fails_fast(t
                                     f"pd:\n  router:\n    request_timeout_secs: {REQUEST_TIMEOUT}\n")
     assert main(["launch", "pd", "--rehearsal", "-c", str(config)]) == 0
     front = f"http://127.0.0.1:{port}"
-    compose_project = f"{project}-pd"
+    pd_project = f"{project}-pd"
 
     # An operator's `docker kill` of prefill and of the router: no restart policy brings them back.
     for service in ("prefill", "router"):
-        subprocess.run(["docker", "kill", _container(compose_project, service)], check=True,
+        subprocess.run(["docker", "kill", _container(pd_project, service)], check=True,
                        capture_output=True)
     time.sleep(3)
     states = {c["service"]: c["state"] for c in _status(config, capsys)["containers"]}
     assert states["prefill"] == "exited" and states["router"] == "exited"
-    decode_before = _container(compose_project, "decode")
+    decode_before = _container(pd_project, "decode")
     capsys.readouterr()
     assert main(["launch", "pd", "--rehearsal", "-c", str(config)]) == 0
     out = capsys.readouterr().out
     assert "reconciling pd" in out and "ready in" in out
-    assert _container(compose_project, "decode") == decode_before  # the healthy one was left alone
+    assert _container(pd_project, "decode") == decode_before  # the healthy one was left alone
     assert main(["smoke", "-c", str(config)]) == 0  # no topology named: the one that is up
 
     # Decode frozen (every process of it stopped): requests fail within the request timeout, and
     # status flags it while the front door is not serving.
-    subprocess.run(["docker", "pause", _container(compose_project, "decode")], check=True, capture_output=True)
+    subprocess.run(["docker", "pause", _container(pd_project, "decode")], check=True, capture_output=True)
     try:
         started = time.monotonic()
         reply = _chat(front, timeout=REQUEST_TIMEOUT * 4)
@@ -93,13 +89,13 @@ def test_stopped_services_come_back_with_launch_and_a_frozen_decode_fails_fast(t
         assert decode["problem"] and "paused" in decode["problem"]
         assert status["front_door"]["serving"] is False
     finally:
-        subprocess.run(["docker", "unpause", _container(compose_project, "decode")], capture_output=True)
+        subprocess.run(["docker", "unpause", _container(pd_project, "decode")], capture_output=True)
 
     # Down with no topology and no config: the launch records say which project is up.
     capsys.readouterr()
     assert main(["down"]) == 0
-    assert f"{compose_project}: removed" in capsys.readouterr().out
-    assert docker.project_containers(compose_project) == []
+    assert f"{pd_project}: removed" in capsys.readouterr().out
+    assert docker.project_containers(pd_project) == []
 
 
 def test_a_crash_loop_names_the_crashing_service_its_exit_code_and_fatal_line(tmp_path, project, capsys):

@@ -14,14 +14,13 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
 from bundle.cli import main
 from bundle.errors import EXIT_INTERRUPTED
 from bundle.stack import docker
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, compose_project, write_config
 from tests.sim_process import free_port
 
 pytestmark = pytest.mark.docker
@@ -46,10 +45,8 @@ candidates:
 
 @pytest.fixture
 def project(runs_dir):
-    name = f"tunee2e-{uuid.uuid4().hex[:6]}"
-    yield name
-    subprocess.run(["docker", "compose", "-p", f"{name}-tp4", "down", "-v", "--remove-orphans", "-t", "2"],
-                   capture_output=True)
+    with compose_project("tunee2e") as name:
+        yield name
 
 
 def _lines(runs_dir, project: str) -> list[dict]:
