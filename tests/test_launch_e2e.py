@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from bundle.render import rehearsal
 from bundle.stack import docker
 from bundle.stack import runstate
 from bundle.cli import main
@@ -48,10 +49,16 @@ def _volumes(prefix: str) -> list[str]:
 
 @pytest.mark.parametrize("topology", ["tp4", "pd"])
 def test_launch_is_ready_recorded_untouched_by_bad_config_and_down_keeps_volumes(
-        tmp_path, project, topology, capsys):
+        tmp_path, project, topology, capsys, monkeypatch):
+    # The router's first healthcheck runs one interval after it starts; by then its workers are
+    # paired and the front door serves. "Ready" must still wait for it, or status (and docker ps)
+    # says "starting" right after launch said ready.
+    monkeypatch.setitem(rehearsal.FAST_HEALTH, "ROUTER_HEALTHCHECK_INTERVAL", "12s")
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
     assert main(["launch", topology, "--rehearsal", "-c", str(config)]) == 0
     out = capsys.readouterr().out
+    if topology == "pd":
+        assert "waiting on the healthcheck of router" in out
     assert "first generation through the front door" in out and "ready in" in out
     assert "loading weights" in out  # progress followed the servers' log milestones
     assert "endpoint: http://127.0.0.1:" in out and "curl -s" in out

@@ -1,5 +1,6 @@
 """True readiness: every server's /health is 200 (its container healthcheck), the router has the
-workers it needs (/readiness), and one real generation came back through the front door.
+workers it needs (/readiness), one real generation came back through the front door, and every
+container with a healthcheck (the router's too) reports healthy, as `compose up --wait` would.
 
 Until then, progress follows each server's log milestones (only the lines logged since the last
 poll are read); a container that exits or turns unhealthy ends the wait at once, and the headline
@@ -174,6 +175,7 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
     began = datetime.now(timezone.utc) - timedelta(seconds=1)  # for the engine's exit events
     deadline = start + timeout
     last_seen: dict[str, str] = {}
+    generated: str | None = None  # the first generation's text, once one came back
     exited_once: set[str] = set()
     restarts: dict[str, int] = {}
     first_seen: dict[str, int] = {}  # each service's restart count when the wait first saw it
@@ -259,14 +261,23 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
             if last_seen.get("front door") != detail:
                 last_seen["front door"] = detail
                 event(f"front door {front.url}{detail}")
-            if ok:
+            if ok and generated is None:
                 try:
                     text = first_generation(front, prompt)
                 except (requests.RequestException, ValueError, KeyError, IndexError) as exc:
                     event(f"first generation not yet: {front.redact(str(exc))[:200]}")
                 else:
                     event(f"first generation through the front door: {text.strip()[:60]!r}")
-                    return Readiness(time.monotonic() - start, views, text, events)
+                    generated = text
+            if generated is not None:
+                # Every other container with a healthcheck (the router) healthy too, as `compose up
+                # --wait` would have it: "ready" never comes while `docker ps` still says starting.
+                pending = sorted(v.service for v in views if v.health and v.health != "healthy")
+                if not pending:
+                    return Readiness(time.monotonic() - start, views, generated, events)
+                if last_seen.get("healthchecks") != str(pending):
+                    last_seen["healthchecks"] = str(pending)
+                    event(f"waiting on the healthcheck of {', '.join(pending)}")
         if time.monotonic() >= deadline:
             where = "; ".join(f"{v.service}: {v.describe()}" for v in views)
             raise NotReady(f"not ready after {timeout:.0f} s ({where})", services=views,
