@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bundle import topology as registry
 from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
+from bundle.errors import BundleError
 from bundle.render.compose import Rendered, render
 from bundle.rules.check import Findings, check
 from bundle.topology import Topology
@@ -28,6 +29,25 @@ def add_topology_argument(parser: argparse.ArgumentParser, *, optional: bool = F
                             help=f"{names} (default: {default_help})")
     else:
         parser.add_argument("topology", choices=registry.NAMES, help=names)
+
+
+def add_rehearsal_arguments(parser: argparse.ArgumentParser, *, rehearsal_help: str, sim_help: str) -> None:
+    """--rehearsal and its repeatable --sim KNOB=VALUE (read back with sim_knobs)."""
+    parser.add_argument("--rehearsal", action="store_true", help=rehearsal_help)
+    parser.add_argument("--sim", action="append", default=[], metavar="KNOB=VALUE", help=sim_help)
+
+
+def sim_knobs(args: argparse.Namespace) -> dict[str, str]:
+    """The --sim pairs as a dict, refused (exit 2) without --rehearsal or when not SIM_NAME=VALUE."""
+    if args.sim and not args.rehearsal:
+        raise BundleError("--sim sets worker simulator knobs and needs --rehearsal", exit_code=2)
+    knobs = {}
+    for pair in args.sim:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.startswith("SIM_"):
+            raise BundleError(f"--sim {pair!r}: expected SIM_NAME=VALUE, e.g. SIM_TPOT_MS=20", exit_code=2)
+        knobs[name] = value
+    return knobs
 
 
 def load(args: argparse.Namespace) -> Deployment:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from bundle.commands._common import add_config_argument, add_topology_argument, prepare
+from bundle.commands._common import (add_config_argument, add_topology_argument, prepare,
+                                     add_rehearsal_arguments, sim_knobs)
 from bundle.durations import parse_duration
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.stack import docker, runstate
@@ -26,13 +27,12 @@ HELP = "bring a topology up and wait until it truly serves (health, router, one 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_topology_argument(parser)
     add_config_argument(parser)
-    parser.add_argument("--rehearsal", action="store_true",
-                        help="simulated workers behind the real router, no GPU (see README, Rehearsal)")
+    add_rehearsal_arguments(parser,
+                            rehearsal_help="simulated workers behind the real router, no GPU (see README, Rehearsal)",
+                            sim_help="rehearsal only: a worker simulator knob, e.g. SIM_TPOT_MS=20 or "
+                                     "SIM_WRONG_ANSWERS=1 (bundle/simulator/knobs.py lists them); repeatable")
     parser.add_argument("--timeout", metavar="DURATION",
                         help="readiness limit, e.g. 45m (default: lifecycle.launch_timeout)")
-    parser.add_argument("--sim", action="append", default=[], metavar="KNOB=VALUE",
-                        help="rehearsal only: a worker simulator knob, e.g. SIM_TPOT_MS=20 or "
-                             "SIM_WRONG_ANSWERS=1 (bundle/simulator/knobs.py lists them); repeatable")
     parser.add_argument("--keep-on-failure", action="store_true",
                         help="leave the containers running after a failed start, for debugging")
 
@@ -49,7 +49,7 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
     from bundle.verify import report
 
     console = report.console()
-    knobs = _sim_knobs(args.sim, args.rehearsal)
+    knobs = sim_knobs(args)
     extra = {}
     if args.rehearsal:
         from bundle.images import rehearsal as rehearsal_image
@@ -210,18 +210,6 @@ def _check_model_against_lock(dep) -> None:
                           exit_code=EXIT_CONFIG,
                           hint="bundle model fetch (downloads exactly the pinned revision), or `bundle model pin` "
                                "for this checkpoint")
-
-
-def _sim_knobs(pairs: list[str], rehearsal: bool) -> dict[str, str]:
-    if pairs and not rehearsal:
-        raise BundleError("--sim sets worker simulator knobs and needs --rehearsal", exit_code=2)
-    knobs = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.startswith("SIM_"):
-            raise BundleError(f"--sim {pair!r}: expected SIM_NAME=VALUE, e.g. SIM_TPOT_MS=20", exit_code=2)
-        knobs[name] = value
-    return knobs
 
 
 def _attest(dep, rendered, run_dir, console) -> None:

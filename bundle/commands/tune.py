@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from bundle.commands._common import add_config_argument, add_topology_argument
+from bundle.commands._common import (add_config_argument, add_rehearsal_arguments, add_topology_argument,
+                                     sim_knobs)
 
 HELP = "sweep the levers on this box (launch, attest, smoke, bench, down each); keep the winner as bundle.tuned.yaml"
 
@@ -33,11 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop before the estimated sweep exceeds this, e.g. 2h (default: no limit)")
     parser.add_argument("--launch-timeout", metavar="DURATION",
                         help="each candidate's readiness limit (default: lifecycle.launch_timeout)")
-    parser.add_argument("--rehearsal", action="store_true",
-                        help="simulated workers behind the real router, no GPU (speeds are SIMULATED)")
-    parser.add_argument("--sim", action="append", default=[], metavar="KNOB=VALUE",
-                        help="rehearsal only: a worker simulator knob for every candidate, e.g. "
-                             "SIM_SPEED_RULES=speculative_algorithm=EAGLE:tpot*0.5 (bundle/simulator/speed.py)")
+    add_rehearsal_arguments(parser,
+                            rehearsal_help="simulated workers behind the real router, no GPU (speeds are SIMULATED)",
+                            sim_help="rehearsal only: a worker simulator knob for every candidate, e.g. "
+                                     "SIM_SPEED_RULES=speculative_algorithm=EAGLE:tpot*0.5 (bundle/simulator/speed.py)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="where the winner goes (default: bundle.tuned.yaml beside the config, else here)")
     parser.add_argument("--dry-run", action="store_true",
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bundle.commands._common import prepare
-    from bundle.commands.launch import _sim_knobs, launch
+    from bundle.commands.launch import launch
     from bundle.config.loader import find_config, load_config
     from bundle.config.source import read_yaml
     from bundle.durations import parse_duration
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.verify import report
 
     console = report.console()
-    knobs = _sim_knobs(args.sim, args.rehearsal)
+    knobs = sim_knobs(args)
     args.sim_knobs = knobs
     # 1. Everything that can be refused before anything starts: the config, the space, every candidate.
     config_path = find_config(args.config)
