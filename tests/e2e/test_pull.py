@@ -22,7 +22,7 @@ from bundle.errors import BundleError
 from bundle.images.lock import LOCK_HASH_LABEL, load_lock
 
 BASE_IMAGE = "sglang-bundle/debian-root:bookworm"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def sh(*args: str, input: str | None = None) -> str:
