@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import socket
 
 from bundle.doctor import port_owners
@@ -106,18 +107,52 @@ def test_missing_folder_or_config_fails_and_missing_tokenizer_warns(tmp_path):
     assert checks_model.model_files(HostContext(model_path=str(root))).status is Status.WARN
 
 
-def test_shm_verdict_follows_the_real_size():
-    st = os.statvfs("/dev/shm")
-    size = st.f_frsize * st.f_blocks
-    result = checks_host.shared_memory(HostContext())
-    assert result.details["size_bytes"] == size
-    assert result.status is (Status.OK if size >= checks_host.MIN_SHM else Status.WARN)
+GIB = 1024**3
 
 
-def test_memlock_verdict_follows_the_real_limit():
-    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    result = checks_host.memlock(HostContext())
-    assert result.status is (Status.OK if soft == resource.RLIM_INFINITY else Status.WARN)
+def _statvfs(size: int, free: int):
+    return os.statvfs_result((4096, 4096, size // 4096, free // 4096, free // 4096, 0, 0, 0, 0, 255))
+
+
+def test_shm_of_32_gib_or_more_is_ok_and_smaller_warns_with_the_remount(monkeypatch):
+    sizes = {}
+
+    def fake(path):
+        assert path == "/dev/shm"
+        return _statvfs(*sizes["now"])
+
+    monkeypatch.setattr(checks_host.os, "statvfs", fake)
+    sizes["now"] = (64 * GIB, 60 * GIB)
+    big = checks_host.shared_memory(HostContext())
+    assert big.status is Status.OK and big.details["size_bytes"] == 64 * GIB
+    assert big.summary == "/dev/shm 64.0 GiB (60.0 GiB free)"
+    sizes["now"] = (32 * GIB, GIB)  # the minimum itself is enough
+    assert checks_host.shared_memory(HostContext()).status is Status.OK
+    sizes["now"] = (8 * GIB, 2 * GIB)  # Docker's default-sized host /dev/shm of a small VM
+    small = checks_host.shared_memory(HostContext())
+    assert small.status is Status.WARN and "/dev/shm is 8.0 GiB" in small.summary
+    assert "remount,size=64G" in small.remediation
+
+
+def test_shm_not_mounted_fails(monkeypatch):
+    def missing(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+
+    monkeypatch.setattr(checks_host.os, "statvfs", missing)
+    assert checks_host.shared_memory(HostContext()).status is Status.FAIL
+
+
+def test_memlock_unlimited_is_ok_and_a_limit_warns_with_both_values(monkeypatch):
+    limits = {}
+    monkeypatch.setattr(checks_host.resource, "getrlimit",
+                        lambda which: limits["now"] if which == resource.RLIMIT_MEMLOCK else (0, 0))
+    limits["now"] = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+    unlimited = checks_host.memlock(HostContext())
+    assert unlimited.status is Status.OK and unlimited.details == {"soft": None, "hard": None}
+    limits["now"] = (8 * 1024 * 1024, 8 * 1024 * 1024)  # the common 8 MiB default
+    limited = checks_host.memlock(HostContext())
+    assert limited.status is Status.WARN and limited.details == {"soft": 8 * 1024 * 1024, "hard": 8 * 1024 * 1024}
+    assert "memlock 8192 KiB (hard 8192 KiB)" in limited.summary and "ulimit -l unlimited" in limited.remediation
 
 
 def test_disk_counts_the_model_only_when_it_is_not_there(tmp_path):
@@ -125,4 +160,17 @@ def test_disk_counts_the_model_only_when_it_is_not_there(tmp_path):
     present = checks_host.disk_space(HostContext(model_path=str(make_model(tmp_path))))
     need = lambda r: sum(fs["need"] for fs in r.details["filesystems"])
     assert need(absent) - need(present) == checks_host.MODEL_BYTES
-    assert absent.status in (Status.OK, Status.FAIL)
+
+
+def test_disk_fails_naming_the_filesystem_only_when_free_space_is_short(monkeypatch, tmp_path):
+    free = {}
+    monkeypatch.setattr(checks_host.shutil, "disk_usage",
+                        lambda path: shutil._ntuple_diskusage(10**15, 10**15 - free["now"], free["now"]))
+    ctx = HostContext(model_path=str(tmp_path / "not-yet"))
+    free["now"] = 2000 * GIB
+    plenty = checks_host.disk_space(ctx)
+    assert plenty.status is Status.OK
+    free["now"] = min(fs["need"] for fs in plenty.details["filesystems"]) - 1
+    short = checks_host.disk_space(ctx)
+    assert short.status is Status.FAIL and short.summary.startswith("not enough disk:")
+    assert "model checkpoint" in short.remediation
