@@ -1,4 +1,4 @@
-"""`bundle status` in-process: the project's containers come from a scripted python-on-whales client
+"""`bundle status` and `bundle smoke` in-process: the project's containers come from a scripted python-on-whales client
 (tests/fake_docker.py) under the driver's real Stack and launch record; the server behind the
 container is a real worker simulator on 127.0.0.1, read with the real curl that `compose exec` would
 run inside it, and the front door is that simulator too. A healthy tp4, a paused server, a hung one
@@ -104,3 +104,38 @@ def test_nothing_running_says_so(launched, capsys):
     capsys.readouterr()
     assert main(["status", "-c", str(cfg)]) == 0
     assert "nothing is running (no launched topology has containers)" in capsys.readouterr().out
+
+
+def test_smoke_passes_on_a_right_server_and_writes_its_report(launched, capsys):
+    cfg, engine = launched
+    engine(C("server"))
+    capsys.readouterr()
+    assert main(["smoke", "tp4", "-c", str(cfg), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    saved = json.loads(max(runstate.project_dir("st-tp4").glob("*-smoke/smoke.json")).read_text())
+    assert printed == saved
+    assert saved["ok"] and saved["project"] == "st-tp4" and saved["model"] == "dsv4" and saved["rehearsal"]
+    assert all(step["ok"] for step in saved["steps"]) and len(saved["steps"]) >= 4
+
+
+def test_smoke_fails_naming_the_wrong_answer(launched, sim, capsys):
+    cfg, engine = launched
+    engine(C("server"))
+    requests.post(sim + "/sim/faults", json={"wrong_answers": True}, timeout=10).raise_for_status()
+    try:
+        capsys.readouterr()
+        assert main(["smoke", "tp4", "-c", str(cfg)]) == 1
+    finally:
+        requests.post(sim + "/sim/faults", json={"wrong_answers": False}, timeout=10).raise_for_status()
+    err = capsys.readouterr().err
+    assert "smoke test of tp4 failed" in err and "'Paris'" in err
+    assert not json.loads(max(runstate.project_dir("st-tp4").glob("*-smoke/smoke.json")).read_text())["ok"]
+
+
+def test_smoke_with_nothing_running_names_the_fix(launched, capsys):
+    cfg, engine = launched
+    engine()
+    capsys.readouterr()
+    assert main(["smoke", "tp4", "-c", str(cfg)]) != 0
+    err = capsys.readouterr().err
+    assert "nothing to smoke-test: st-tp4 is not running" in err and "bundle launch tp4" in err
