@@ -1,5 +1,5 @@
 """Shared fixtures. Docker tests skip without an engine unless BUNDLE_REQUIRE_DOCKER=1 (CI sets it),
-which turns those skips into failures: a CI run that silently skipped the real-engine tests would
+which turns those skips (and skip_unless_required's: compose or buildx missing) into failures: a CI run that silently skipped the real-engine tests would
 prove nothing."""
 
 from __future__ import annotations
@@ -34,9 +34,72 @@ def _compose_works() -> bool:
 
 
 _ENGINE = None
+# Session fixtures that build an image the first time a session asks for it, and how long a cold
+# build may take on a busy 2-core machine (`bundle build --standin` alone: about 13 minutes; the
+# rehearsal image: about 8).
+BUILD_TIMEOUTS_S = {"standin_chain": 3600, "rehearsal_image": 1800}
 
 
+def pytest_itemcollected(item):
+    """Every test under tests/e2e/ is of the Docker tier, marked or not (before -m selects)."""
+    if REPO / "tests" / "e2e" in Path(str(item.path)).parents and not item.get_closest_marker("docker"):
+        item.add_marker(pytest.mark.docker)
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: the first test left is the one that builds
 def pytest_collection_modifyitems(config, items):
+    _skip_docker_tests_without_an_engine(config, items)
+    _skip_network_tests_without_the_index(items)
+    _time_for_the_builds(config, items)
+
+
+def _package_index() -> str:
+    """The index uv resolves against (`make lock`): its own setting, else PyPI."""
+    return (os.environ.get("UV_DEFAULT_INDEX") or os.environ.get("UV_INDEX_URL")
+            or "https://pypi.org/simple/")
+
+
+def _index_answers(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=10) as response:
+            return response.status < 400
+    except OSError:
+        return False
+
+
+def _skip_network_tests_without_the_index(items):
+    """`network` tests resolve against the live package index: skipped when it does not answer (offline,
+    a firewall), unless BUNDLE_REQUIRE_NETWORK=1, which fails them instead."""
+    needs = [item for item in items if item.get_closest_marker("network")]
+    if not needs:
+        return
+    url = _package_index()
+    if _index_answers(url):
+        return
+    if os.environ.get("BUNDLE_REQUIRE_NETWORK") == "1":
+        raise pytest.UsageError(f"BUNDLE_REQUIRE_NETWORK=1 but the package index {url} does not answer; "
+                                f"{len(needs)} tests need it")
+    skip = pytest.mark.skip(reason=f"the package index {url} does not answer "
+                                   f"(set BUNDLE_REQUIRE_NETWORK=1 to fail instead)")
+    for item in needs:
+        item.add_marker(skip)
+
+
+def _time_for_the_builds(config, items):
+    """The first test (in run order) that asks for a building session fixture pays for the build: its
+    own bound (its timeout mark, or the default) is raised by the build's; later tests keep theirs."""
+    for fixture, seconds in BUILD_TIMEOUTS_S.items():
+        first = next((item for item in items if fixture in getattr(item, "fixturenames", ())), None)
+        if first is None:
+            continue
+        mark = first.get_closest_marker("timeout")
+        own = float(mark.args[0] if mark and mark.args else config.getini("timeout") or 0)
+        first.add_marker(pytest.mark.timeout(seconds + own), append=False)
+
+
+def _skip_docker_tests_without_an_engine(config, items):
     global _ENGINE
     needs = [item for item in items if item.get_closest_marker("docker")]
     if not needs:
@@ -51,6 +114,31 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="no Docker engine (set BUNDLE_REQUIRE_DOCKER=1 to fail instead)")
     for item in needs:
         item.add_marker(skip)
+
+
+def skip_unless_required(reason: str) -> None:
+    """Skip a test whose tool is missing here; under BUNDLE_REQUIRE_DOCKER=1 (CI) fail instead, since
+    a CI run that silently skipped it would prove nothing."""
+    if os.environ.get("BUNDLE_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"BUNDLE_REQUIRE_DOCKER=1 but {reason}")
+    pytest.skip(f"{reason} (set BUNDLE_REQUIRE_DOCKER=1 to fail instead)")
+
+
+@pytest.fixture(scope="session")
+def standin_chain() -> dict[str, str]:
+    """The stand-in image chain of this checkout's lock, built once per session by the README's own
+    command (`bundle build --standin`: every layer, framework included, on Debian bookworm + CPython
+    3.12; each layer whose tag exists is reused, so a warm engine answers in seconds). Shared by the
+    audit, the Dockerfile tests and anything built FROM one of its layers. Returns each layer's tag by
+    name, and "image": the runtime layer's `lock-<hash>` tag."""
+    from bundle.images import build
+    from bundle.images.lock import load_lock
+
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin"], cwd=REPO,
+                          capture_output=True, text=True, timeout=3600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    plan = build.make_plan(load_lock(), standin=True)
+    return {**{lp.name: lp.tag for lp in plan.layers}, "image": plan.layers[-1].extra_tags[0]}
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from bundle.images import build
 from bundle.images.audit import checks_packages, sm120
 from bundle.images.audit.context import AuditContext, LockedPackage, locked_packages
 from bundle.images.audit.core import Level
@@ -115,13 +114,9 @@ def _audit(capsys, image: str, config: Path, *only: str) -> tuple[int, dict]:
 
 
 @pytest.fixture(scope="module")
-def standin_image() -> str:
-    """The stand-in runtime image of this lock (`bundle build --standin`: every layer, framework
-    included, on Debian bookworm + CPython 3.12; cached by the engine between runs)."""
-    proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin"], cwd=REPO,
-                          capture_output=True, text=True, timeout=3600, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return build.make_plan(load_lock(), standin=True).layers[-1].extra_tags[0]
+def standin_image(standin_chain) -> str:
+    """The stand-in runtime image of this lock (tests/conftest.py's session build)."""
+    return standin_chain["image"]
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +133,7 @@ def clean_audit(standin_image, tmp_path_factory):
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the whole audit (clean_audit) runs in whichever of its tests comes first
 def test_the_standin_image_passes_the_audit_with_the_default_levers(clean_audit):
     code, report, stderr = clean_audit
     fails = [f for f in report["findings"] if f["level"] == "FAIL"]
@@ -153,6 +149,7 @@ def test_the_standin_image_passes_the_audit_with_the_default_levers(clean_audit)
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_the_audit_reports_sglang_kernels_fa3_and_flashmla_unable_to_run_on_sm120(clean_audit):
     _, report, _ = clean_audit
     libs = {lib["path"].removeprefix(SITE + "/"): lib for lib in report["libraries"]}
@@ -166,6 +163,7 @@ def test_the_audit_reports_sglang_kernels_fa3_and_flashmla_unable_to_run_on_sm12
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_moe_runner_auto_is_predicted_as_flashinfer_mxfp4_with_the_dsv4_attention_backend(clean_audit):
     _, report, _ = clean_audit
     predicted = report["predicted"]
@@ -199,6 +197,7 @@ FAULTS = {
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_planted_fault_fails_the_audit_and_is_named(fault, standin_image, tmp_path, capsys):
     from bundle.stack import docker
@@ -224,6 +223,7 @@ def test_a_planted_fault_fails_the_audit_and_is_named(fault, standin_image, tmp_
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_verify_finds_a_package_installed_into_a_running_container(standin_image):
     from bundle import paths
     from bundle.images.verify import verify_container
@@ -246,6 +246,7 @@ def test_verify_finds_a_package_installed_into_a_running_container(standin_image
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_the_closures_own_nvcc_compiles_an_sm120a_kernel_in_the_image_without_a_cuda_toolkit(standin_image):
     """Why a devel base is not needed for the JIT compilers (docs/images.md, "Slimming"): the lock's
     nvidia-cuda-nvcc, headers and the image's gcc build an sm_120a cubin with no GPU and no /usr/local/cuda."""

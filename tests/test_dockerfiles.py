@@ -8,12 +8,14 @@ import json
 import re
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
 from bundle.images import build
 from bundle.images.lock import LOCK_HASH_LABEL, load_lock
+from tests.conftest import skip_unless_required
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILES = sorted((REPO / "docker").glob("*.Dockerfile"))
@@ -102,11 +104,12 @@ def test_bake_defaults_match_the_lock():
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(120)
 def test_bake_file_parses_with_buildx():
     from bundle.stack import docker
 
     if not docker.buildx_available():
-        pytest.skip("no docker buildx (docker/install-buildx.sh installs it)")
+        skip_unless_required("no docker buildx (docker/install-buildx.sh installs it)")
     proc = subprocess.run(["docker", "buildx", "bake", "-f", "docker/docker-bake.hcl", "--print", "validate"],
                           cwd=REPO, check=False, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -115,30 +118,23 @@ def test_bake_file_parses_with_buildx():
     assert targets["pd"]["contexts"] == {"parent": "target:framework"}
 
 
-# ---- real builds on the local engine: the stand-in chain base -> framework -> pd -> overlay -> runtime ----
-
-STANDIN_ROOT = build.STANDIN_BASE
+# ---- real builds on the local engine, on the session's stand-in chain (tests/conftest.py) ----
 
 
 @pytest.fixture(scope="module")
-def standin_root():
-    """The stand-in for the CUDA base (docker/standin-root.sh, about 60 s once)."""
-    if subprocess.run(["docker", "image", "inspect", STANDIN_ROOT], check=False, capture_output=True).returncode != 0:
-        proc = subprocess.run(["bash", str(REPO / build.STANDIN_SCRIPT), STANDIN_ROOT],
-                              check=False, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-    return STANDIN_ROOT
-
-
-@pytest.fixture(scope="module")
-def standin_project(tmp_path_factory, standin_root):
-    """A copy of the project's docker/ and kernels/ under its own image repo, removed afterwards."""
+def standin_project(tmp_path_factory, standin_chain):
+    """A copy of the project's docker/ and kernels/ under its own image repo, removed afterwards. Its
+    base, framework and pd layers are the session chain's images under the copy's tags (the copy's
+    Dockerfiles, locks and files are the checkout's, byte for byte), so its builds start above them."""
     root = tmp_path_factory.mktemp("project")
     shutil.copytree(REPO / "docker", root / "docker", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
-    repo = f"bundle-test/sglang-sm120-{root.name.replace('_', '-').lower()}"
+    repo = f"bundle-test/sglang-sm120-{uuid.uuid4().hex[:8]}"  # unique: other sessions share the engine
     lock_file = root / "docker" / "lock.toml"
     lock_file.write_text(re.sub(r'^repo = ".*"$', f'repo = "{repo}"', lock_file.read_text(), flags=re.MULTILINE))
+    plan = build.make_plan(load_lock(lock_file), standin=True, root=root)
+    for name in ("base", "framework", "pd"):
+        subprocess.run(["docker", "tag", standin_chain[name], plan.layer(name).tag], check=True, capture_output=True)
     yield root
     refs = subprocess.run(["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}",
                            f"{repo}-standin"], check=False, capture_output=True, text=True).stdout.split()
@@ -152,6 +148,12 @@ def _bundle_build(root: Path, *args: str) -> subprocess.CompletedProcess:
                           check=False, capture_output=True, text=True, env=env, timeout=900)
 
 
+@pytest.fixture(scope="module")
+def built_copy(standin_project) -> subprocess.CompletedProcess:
+    """The copy's overlay and runtime layers, built for real on the chain."""
+    return _bundle_build(standin_project)
+
+
 def _run(image: str, *cmd: str) -> str:
     proc = subprocess.run(["docker", "run", "--rm", "--entrypoint", cmd[0], image, *cmd[1:]],
                           check=False, capture_output=True, text=True, timeout=120)
@@ -161,13 +163,16 @@ def _run(image: str, *cmd: str) -> str:
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_layers_above(
-        standin_project, monkeypatch):
+        standin_project, built_copy, monkeypatch):
     """Stand-in, not the real image: the CUDA base is replaced by Debian bookworm with CPython 3.12;
-    every layer's instructions run for real, the framework's 207-package closure included (the
-    engine's build cache makes this cheap after the first run on a machine)."""
-    first = _bundle_build(standin_project)
+    every layer's instructions run for real (the session chain built base, framework with its
+    207-package closure, and pd; the copy builds overlay and runtime on them, then again after a
+    kernels/ change, which must leave every lower layer as it was)."""
+    first = built_copy
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert re.search(r"pd\s+reused", first.stdout) and re.search(r"overlay\s+built", first.stdout)
     monkeypatch.setenv("BUNDLE_HOME", str(standin_project))
     lock = load_lock(standin_project / "docker" / "lock.toml")
     plan = build.make_plan(lock, standin=True, root=standin_project)
@@ -213,16 +218,16 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_without_buildx_the_legacy_builder_builds_the_runtime_layer(standin_project, monkeypatch):
+@pytest.mark.timeout(900)
+def test_without_buildx_the_legacy_builder_builds_the_runtime_layer(standin_project, built_copy, monkeypatch):
     """The fallback for a CLI with no buildx: the same Dockerfile through `docker build` with
     DOCKER_BUILDKIT=0 (slow on fuse-overlayfs, so only the lightest layer is built here)."""
     from bundle.stack import docker
 
+    assert built_copy.returncode == 0, built_copy.stdout[-3000:] + built_copy.stderr[-3000:]
     monkeypatch.setenv("BUNDLE_HOME", str(standin_project))
     lock = load_lock(standin_project / "docker" / "lock.toml")
     plan = build.make_plan(lock, standin=True, root=standin_project)
-    if docker.image_facts(plan.layer("overlay").tag) is None:
-        pytest.skip("needs the stand-in overlay layer from the test above")
     monkeypatch.setattr(docker, "buildx_available", lambda: False)
     messages = []
     results = build.execute(plan, build.select_layers(plan, ["runtime"]), force=True,

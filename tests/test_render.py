@@ -11,7 +11,7 @@ from bundle.render.compose import program_args
 from bundle.stack.docker import stack_of
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE
 from tests.conftest import render_for as render
-from tests.conftest import write_config
+from tests.conftest import skip_unless_required, write_config
 
 NON_DEFAULT = """
 project: lab
@@ -57,7 +57,7 @@ def _resolved(rendered):
 @pytest.fixture(autouse=True)
 def _need_compose(compose_available):
     if not compose_available:
-        pytest.skip("docker compose v2 is not installed (make install adds it)")
+        skip_unless_required("docker compose v2 is not installed (make install adds it)")
 
 
 SERVICES = {"tp4": {"server"}, "pd": {"prefill", "decode", "router"}, "dp": {"replica-0", "replica-1", "router"}}
