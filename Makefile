@@ -33,14 +33,16 @@ $(STAMP): $(BIN)/python pyproject.toml requirements/dev.txt requirements/sglang-
 	@docker buildx version >/dev/null 2>&1 || docker/install-buildx.sh
 	@touch $(STAMP)
 
-# Two tiers, fast first: a failure among the tests that start no container stops the run before the
-# Docker tier's minutes. Each tier prints its slowest tests; coverage of bundle/ is collected by both
-# (the Docker tier appends to the fast tier's data) and reported after each. Pytest exits 5 when a
-# tier selects nothing (a narrowing PYTEST_ARGS): that is no failure. GPU tests never run here.
+# Two tiers, fast first: a failure among the tests that start no container and reach no network
+# stops the run before the second tier's minutes (Docker: tests/e2e/ and the image builds; network:
+# resolving the locks against the live index, skipped when it does not answer). Each tier prints its
+# slowest tests; coverage of bundle/ is collected by both (the second appends to the first's data)
+# and reported after each. Pytest exits 5 when a tier selects nothing (a narrowing PYTEST_ARGS): that
+# is no failure. GPU tests never run here.
 PYTEST_TIER := $(BIN)/python -m pytest -p no:cacheprovider --durations=15 --cov=bundle --cov-report=term:skip-covered
-test: $(STAMP) ## fast tier (no containers; stops on a failure), then the Docker tier; durations and coverage
-	$(PYTEST_TIER) -m "not docker and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	$(PYTEST_TIER) --cov-append -m "docker and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+test: $(STAMP) ## fast tier (no containers, no network; stops on a failure), then the Docker and network tier
+	$(PYTEST_TIER) -m "not docker and not network and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PYTEST_TIER) --cov-append -m "(docker or network) and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 launch: $(STAMP) ## GPU host: build the pinned image (reusing every layer already built), launch TOPOLOGY, wait until ready
 	$(BUNDLE) build
