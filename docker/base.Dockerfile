@@ -24,21 +24,31 @@ ENV DEBIAN_FRONTEND=noninteractive \
     FLASHINFER_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST} \
     CUDAARCHS=120a \
     UV_NATIVE_TLS=1 \
+    # uv caches nothing in the image (nor at run time); each install step below turns the cache on
+    # (UV_NO_CACHE=0) inside its BuildKit cache mount, copying out of it (UV_LINK_MODE=copy).
     UV_NO_CACHE=1 \
     UV_PYTHON_DOWNLOADS=never
 
 # The CUDA apt repository is dropped: the toolkit comes pinned inside the base image, and an
 # unpinned repository must not upgrade it. Package versions are fixed by the snapshot.
-RUN rm -f /etc/apt/sources.list.d/cuda*.list \
+# Package caches live in BuildKit cache mounts, never in the image: a rebuild (another snapshot, a
+# changed layer below) downloads only what changed. The image's docker-clean hook would empty the
+# apt cache after each install, so apt is told to keep what it downloaded (into the mount).
+# `bundle build` without buildx drops the mounts and empties their folders in the same step
+# (bundle/images/legacy.py), so the image is the same either way.
+RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
+    --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
+    rm -f /etc/apt/sources.list.d/cuda*.list /etc/apt/apt.conf.d/docker-clean \
+ && echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-downloads \
  && if [ -n "${APT_SNAPSHOT}" ]; then apt-get update --snapshot "${APT_SNAPSHOT}"; else apt-get update; fi \
  && apt-get install -y --no-install-recommends \
       ca-certificates curl build-essential python3 python3-dev python3-venv \
- && rm -rf /var/lib/apt/lists/* \
  && python3 -c "import sys; v='%d.%d' % sys.version_info[:2]; assert v == '${PYTHON_VERSION}', \
       f'python3 is {v}, the lock pins ${PYTHON_VERSION}'"
 
 COPY docker/requirements/base.txt /opt/bundle/requirements/base.txt
-RUN python3 -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --require-hashes --no-deps \
+RUN --mount=type=cache,target=/root/.cache/pip \
+    python3 -m venv /opt/venv \
+ && /opt/venv/bin/pip install --disable-pip-version-check --require-hashes --no-deps \
       -r /opt/bundle/requirements/base.txt \
  && uv --version

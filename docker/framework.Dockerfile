@@ -12,13 +12,17 @@ ARG SGLANG_GIT_COMMIT=""
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY docker/requirements/framework.txt /opt/bundle/requirements/framework.txt
-RUN uv pip install --require-hashes --no-deps -r /opt/bundle/requirements/framework.txt
+# The uv cache mount (base.Dockerfile says why) makes a rebuild a local copy, not gigabytes again.
+RUN --mount=type=cache,target=/root/.cache/uv,sharing=locked \
+    UV_NO_CACHE=0 UV_LINK_MODE=copy uv pip install --require-hashes --no-deps -r /opt/bundle/requirements/framework.txt
 
-RUN if [ "${SGLANG_SOURCE}" = "git" ]; then \
+RUN --mount=type=cache,target=/root/.cache/uv,sharing=locked \
+    if [ "${SGLANG_SOURCE}" = "git" ]; then \
       test -n "${SGLANG_GIT_COMMIT}" || { echo "SGLANG_GIT_COMMIT is empty" >&2; exit 1; }; \
       mkdir -p /opt/sglang-src \
       && curl -fsSL "${SGLANG_GIT_REPO%.git}/archive/${SGLANG_GIT_COMMIT}.tar.gz" \
          | tar -xz -C /opt/sglang-src --strip-components=1 \
-      && uv pip install --no-deps --no-build-isolation --reinstall-package sglang /opt/sglang-src/python; \
+      && UV_NO_CACHE=0 UV_LINK_MODE=copy uv pip install --no-deps --no-build-isolation --reinstall-package sglang \
+           /opt/sglang-src/python; \
     fi \
  && python -c "import sglang, torch; print('sglang', sglang.__version__, 'torch', torch.__version__)"

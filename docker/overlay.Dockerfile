@@ -8,4 +8,5 @@ ARG OVERLAY_VERSION=0.0.0
 # The install script is listed first so the COPY has a source even when kernels/ is absent (the
 # legacy builder refuses a COPY whose sources all match nothing); kernels/'s files land beside it.
 COPY docker/overlay-install.sh kernel[s] /opt/bundle/kernels/
-RUN sh /opt/bundle/kernels/overlay-install.sh /opt/bundle/kernels "${OVERLAY_VERSION}"
+RUN --mount=type=cache,target=/root/.cache/uv,sharing=locked \
+    UV_NO_CACHE=0 UV_LINK_MODE=copy sh /opt/bundle/kernels/overlay-install.sh /opt/bundle/kernels "${OVERLAY_VERSION}"

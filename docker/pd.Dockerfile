@@ -7,5 +7,6 @@ ARG PARENT_IMAGE=sglang-bundle/sglang-sm120:framework
 FROM ${PARENT_IMAGE}
 
 COPY docker/requirements/pd.txt /opt/bundle/requirements/pd.txt
-RUN uv pip install --require-hashes --no-deps -r /opt/bundle/requirements/pd.txt \
+RUN --mount=type=cache,target=/root/.cache/uv,sharing=locked \
+    UV_NO_CACHE=0 UV_LINK_MODE=copy uv pip install --require-hashes --no-deps -r /opt/bundle/requirements/pd.txt \
  && python -c "import importlib.metadata as m, importlib.util as u, smg.router_args, smg.launch_router; assert u.find_spec('sglang_router') is None, 'sglang-router is installed next to smg'; print('nixl-cu13', m.version('nixl-cu13'), 'smg', m.version('smg'))"

@@ -74,6 +74,47 @@ def test_no_dockerfile_pulls_a_frontend_image():
         assert not re.search(r"^#\s*syntax\s*=", path.read_text(), re.MULTILINE), path.name
 
 
+_INSTALLS = re.compile(r"\bapt-get install\b|\bpip3? install\b|\buv pip install\b|overlay-install\.sh")
+
+
+def test_every_step_that_installs_packages_keeps_its_cache_in_a_cache_mount():
+    """apt, pip and uv caches live in BuildKit cache mounts: a rebuild downloads only what changed,
+    and no cache lands in an image."""
+    for path in DOCKERFILES:
+        for ins in _instructions(path):
+            if ins.upper().startswith("RUN ") and _INSTALLS.search(ins):
+                assert "--mount=type=cache" in ins, f"{path.name}: {ins[:100]}"
+                if re.search(r"\buv pip install\b|overlay-install", ins) and path.name != "rehearsal.Dockerfile":
+                    # base.Dockerfile sets UV_NO_CACHE=1 for the image; the step turns it off inside the mount.
+                    assert "UV_NO_CACHE=0" in ins and "target=/root/.cache/uv" in ins, f"{path.name}: {ins[:100]}"
+
+
+def test_for_the_legacy_builder_each_cache_mount_becomes_a_folder_emptied_in_the_same_step():
+    from bundle.images.legacy import without_cache_mounts
+
+    text = ("FROM x\n# RUN --mount=type=cache,target=/c stays a comment\n"
+            "RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \\\n"
+            "    --mount=type=cache,target=/var/lib/apt/lists \\\n"
+            "    apt-get update \\\n && apt-get install -y curl\n"
+            "RUN echo no mount\n")
+    assert without_cache_mounts(text) == (
+        "FROM x\n# RUN --mount=type=cache,target=/c stays a comment\n"
+        "RUN apt-get update \\\n && apt-get install -y curl \\\n"
+        " && rm -rf /var/cache/apt /var/lib/apt/lists && mkdir -p /var/cache/apt /var/lib/apt/lists\n"
+        "RUN echo no mount\n")
+    for path in LAYER_FILES:
+        assert "--mount" not in without_cache_mounts(path.read_text()), path.name
+
+
+def test_a_mount_the_legacy_builder_cannot_emulate_is_refused_naming_the_file():
+    from bundle.errors import BundleError
+    from bundle.images.legacy import without_cache_mounts
+
+    with pytest.raises(BundleError) as caught:
+        without_cache_mounts("FROM x\nRUN --mount=type=secret,id=key cat /run/secrets/key\n", where="x.Dockerfile")
+    assert caught.value.message.startswith("x.Dockerfile: `--mount=type=secret,id=key` cannot be built without")
+
+
 def test_every_argument_a_layer_declares_comes_from_the_plan():
     plan = build.make_plan(load_lock())
     for lp in plan.layers:

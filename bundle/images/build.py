@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bundle import __version__, paths
 from bundle.errors import EXIT_CONFIG, BundleError
+from bundle.images import legacy
 from bundle.images.lock import LOCK_HASH_LABEL, Lock
 
 LAYER_LABEL = "io.sglang-bundle.layer"
@@ -325,6 +326,8 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
             continue
         report(f"[{i}/{total}] {lp.name:<9} building {lp.tag}")
         context = stage_context(root, lp, root / ".cache" / "build-context" / lp.name)
+        if not use_buildx:  # no RUN --mount there: the cache mounts become emptied folders
+            legacy.rewrite(context / lp.spec.dockerfile)
         build_args, labels = lp.build_args, lp.labels
         if lp.name == "runtime" and with_sbom:
             build_args, labels = _with_sbom(plan, lp, context, report)
