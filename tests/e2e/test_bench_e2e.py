@@ -1,4 +1,5 @@
 """bench on the rehearsal, through the driver: every request accounted for in every ending.
+The high-concurrency run reads the session's shared tp4 rehearsal; `down` during a bench has its own.
 
 - C=64 x 4 sends all 256 prompts (the rehearsal's dataset holds enough), and a level the dataset
   cannot supply fails before sending, saying so and how to fix it;
@@ -17,12 +18,18 @@ import time
 
 import pytest
 
+from pathlib import Path
+
 from bundle.cli import main
-from bundle.stack import docker
+from bundle.stack import docker, runstate
+from bundle.verify import report
 from tests.conftest import compose_project, write_config
+from tests.e2e.conftest import sim_knobs
 from tests.sim_process import free_port
 
-pytestmark = pytest.mark.docker
+# Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("rehearsal_image"),
+              pytest.mark.timeout(600)]
 
 
 @pytest.fixture
@@ -31,23 +38,24 @@ def project(runs_dir):
         yield name
 
 
-def _last_run(runs_dir, project: str) -> dict:
-    return json.loads((runs_dir / f"{project}-tp4" / "bench.jsonl").read_text().splitlines()[-1])
+def _last_run(history: Path) -> dict:
+    return json.loads(history.read_text().splitlines()[-1])
 
 
-def test_high_concurrency_sends_every_prompt_and_a_too_small_dataset_is_refused(tmp_path, runs_dir, project):
-    config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
-    assert main(["launch", "tp4", "--rehearsal", "-c", str(config), "--sim", "SIM_TPOT_MS=2",
-                 "--sim", "SIM_TTFT_MS=5"]) == 0
+@pytest.mark.timeout(600)
+def test_high_concurrency_sends_every_prompt_and_a_too_small_dataset_is_refused(tmp_path, shared_rehearsal):
+    shared = shared_rehearsal("tp4")  # read only: tests/e2e/conftest.py's session launch
+    config, history = shared.config, runstate.project_dir(shared.project) / report.BENCH_HISTORY
     out_file = tmp_path / "bench.out"
-    # A separate process writing to a file, as `make rehearse > log` or CI does: no terminal.
-    with out_file.open("w") as fh:
-        code = subprocess.run([sys.executable, "-m", "bundle", "bench", "-c", str(config), "--concurrency", "64",
-                               "--prompts-per-concurrency", "4", "--input-len", "32", "--output-len", "8"],
-                              stdout=fh, stderr=subprocess.STDOUT).returncode
+    with sim_knobs(shared, tpot_ms=2, ttft_ms=5):
+        # A separate process writing to a file, as `make rehearse > log` or CI does: no terminal.
+        with out_file.open("w") as fh:
+            code = subprocess.run([sys.executable, "-m", "bundle", "bench", "-c", str(config),
+                                   "--concurrency", "64", "--prompts-per-concurrency", "4", "--input-len", "32",
+                                   "--output-len", "8"], stdout=fh, stderr=subprocess.STDOUT).returncode
     text = out_file.read_text()
     assert code == 0, text
-    (level,) = _last_run(runs_dir, project)["levels"]
+    (level,) = _last_run(history)["levels"]
     assert level["metrics"]["completed"] == 256 and level["failed_requests"] == 0 and level["unsent"] == 0
     assert "…" not in text, "a number was cut short in the log"
     assert f"{level['metrics']['output_throughput']:.2f}" in text
@@ -56,7 +64,7 @@ def test_high_concurrency_sends_every_prompt_and_a_too_small_dataset_is_refused(
     code = main(["bench", "-c", str(config), "--concurrency", "512", "--prompts-per-concurrency", "4",
                  "--input-len", "16", "--output-len", "2"])
     assert code == 1
-    (level,) = _last_run(runs_dir, project)["levels"]
+    (level,) = _last_run(history)["levels"]
     assert "the dataset supplies only" in level["reason"] and "bench.dataset_path" in level["reason"]
     assert level["metrics"]["completed"] + level["failed_requests"] + level["unsent"] == 2048
 
@@ -85,7 +93,7 @@ def test_down_during_bench_leaves_every_request_accounted_for(tmp_path, runs_dir
     runner.join(timeout=300)
     assert not runner.is_alive()
     assert outcome["code"] == 1
-    (level,) = _last_run(runs_dir, project)["levels"]
+    (level,) = _last_run(runs_dir / f"{project}-tp4" / report.BENCH_HISTORY)["levels"]
     assert "the stack went away during the run" in level["reason"]
     assert level["metrics"]["completed"] >= 4
     assert level["metrics"]["completed"] + level["failed_requests"] + level["unsent"] == level["num_prompts"] == 32

@@ -18,7 +18,9 @@ from bundle.stack import docker
 from tests.conftest import compose_project, write_config
 from tests.sim_process import free_port
 
-pytestmark = pytest.mark.docker
+# Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("rehearsal_image"),
+              pytest.mark.timeout(600)]
 
 
 @pytest.fixture

@@ -17,7 +17,9 @@ from bundle.cli import main
 from tests.conftest import write_config
 from tests.sim_process import free_port
 
-pytestmark = pytest.mark.docker
+# Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("rehearsal_image"),
+              pytest.mark.timeout(600)]
 
 STATS = ["curl", "-fsS", "-m", "5", "http://127.0.0.1:30000/sim/stats"]
 

@@ -22,7 +22,9 @@ from bundle.errors import BundleError
 from bundle.stack import runstate
 from tests.conftest import write_config
 
-pytestmark = pytest.mark.docker
+# Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("rehearsal_image"),
+              pytest.mark.timeout(900)]
 
 
 def _free_port() -> int:

@@ -99,6 +99,7 @@ def cleanup(*refs: str) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(600)
 def test_the_published_image_of_this_lock_is_pulled_verified_and_tagged(registry, base_image):
     lock_hash = "0123456789ab"
     repo, digest = publish(registry, base_image, lock_hash)
@@ -114,6 +115,7 @@ def test_the_published_image_of_this_lock_is_pulled_verified_and_tagged(registry
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(600)
 def test_an_image_built_from_another_lock_is_refused_and_removed(registry, base_image):
     repo, digest = publish(registry, base_image, "ffffffffffff")
     target = pull.PullTarget(repo=repo, digest=digest, lock_hash="0123456789ab", tag_as=f"{repo}:lock-0123456789ab")
@@ -130,6 +132,7 @@ def test_an_image_built_from_another_lock_is_refused_and_removed(registry, base_
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(600)
 def test_an_image_without_the_label_is_refused(registry, base_image):
     repo, digest = publish(registry, base_image, None)
     target = pull.PullTarget(repo=repo, digest=digest, lock_hash="0123456789ab", tag_as=f"{repo}:lock-x")
@@ -142,6 +145,7 @@ def test_an_image_without_the_label_is_refused(registry, base_image):
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(600)
 def test_a_local_image_that_no_registry_recorded_fails_the_digest_check(base_image):
     tag = f"bundle-test/local-{uuid.uuid4().hex[:8]}:t"
     sh("docker", "build", "-q", "-t", tag, "-",
@@ -157,6 +161,7 @@ def test_a_local_image_that_no_registry_recorded_fails_the_digest_check(base_ima
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(600)
 def test_a_digest_the_registry_does_not_have_is_a_clear_pull_error(registry):
     target = pull.PullTarget(repo=f"{registry}/bundle-test/none", digest="sha256:" + "0" * 64,
                              lock_hash="0123456789ab", tag_as="x")
@@ -195,6 +200,7 @@ def test_with_no_published_digest_pull_says_so_and_how_to_build(tmp_path, capsys
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(600)
 def test_bundle_pull_end_to_end_from_a_lock_file(tmp_path, registry, base_image, capsys):
     repo = f"{registry}/bundle-test/e2e-{uuid.uuid4().hex[:8]}"
     lock = load_lock(copy_lock(tmp_path, repo=repo))  # the digest is not hashed: the hash is final

@@ -11,17 +11,17 @@ import pytest
 import requests
 
 from bundle import topology as registry
-from bundle.images import rehearsal as rehearsal_image
 from bundle.render import rehearsal
 from bundle.stack.docker import Stack
+from tests.e2e.conftest import sim_knobs
 from tests.rehearsal_stack import SERVED, bench, chat, env_for, rehearsal_stack, wait_healthy
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="session")
-def image() -> str:
-    return rehearsal_image.ensure_image()  # builds once when its inputs changed (minutes), else instant
+def image(rehearsal_image) -> str:
+    return rehearsal_image  # tests/e2e/conftest.py: built once when its inputs changed
 
 
 # ---- the overlay, as compose resolves it --------------------------------------------------
@@ -73,36 +73,39 @@ TTFT_MS, TPOT_MS, OUT_LEN = 100, 20, 64
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("topology", ["tp4", "pd"])
-def test_topology_comes_up_answers_and_benchmarks_as_configured(tmp_path, image, topology):
-    knobs = {"SIM_TTFT_MS": str(TTFT_MS), "SIM_TPOT_MS": str(TPOT_MS)}
-    with rehearsal_stack(tmp_path, topology, image, **knobs) as (stack, front, _env):
-        stack.up()
-        services = {"server"} if topology == "tp4" else {"prefill", "decode", "router"}
-        wait_healthy(stack, services)
-        r = chat(front)
-        assert r.status_code == 200 and "Paris" in r.json()["choices"][0]["message"]["content"]
-        host = "server" if topology == "tp4" else "router"
-        result = bench(stack, tmp_path / "bench", host, concurrency=2, prompts=8, output_len=OUT_LEN)
-        print(f"\nbench {topology}: tpot {result['mean_tpot_ms']:.2f} ms (want {TPOT_MS}), ttft "
-              f"{result['mean_ttft_ms']:.1f} ms (want {TTFT_MS}), output {result['output_throughput']:.1f} tok/s")
-        assert result["completed"] == 8
-        assert result["total_output_tokens"] == 8 * OUT_LEN
-        assert result["total_output_tokens_retokenized"] == result["total_output_tokens"]
-        want = rehearsal.expected_bench(ttft_ms=TTFT_MS, tpot_ms=TPOT_MS, output_lens=[OUT_LEN] * 8,
-                                        concurrency=2)
-        assert result["mean_tpot_ms"] == pytest.approx(want["mean_tpot_ms"], rel=0.2)
-        print(f"  expected output {want['output_throughput']:.1f} tok/s")
-        assert result["output_throughput"] == pytest.approx(want["output_throughput"], rel=0.2)
-        if topology == "pd":
-            # The request demonstrably passed prefill and decode: both count it.
-            for worker in ("prefill", "decode"):
-                metrics = stack.exec(worker, ["curl", "-fsS", "http://127.0.0.1:30000/metrics"])
-                assert "sglang:num_requests_total" in metrics
-                assert f'sglang_simulator:bootstrap_rooms_total{{model_name="{SERVED}",role="{worker}"}}' in metrics
+def test_topology_comes_up_answers_and_benchmarks_as_configured(tmp_path, shared_rehearsal, topology):
+    shared = shared_rehearsal(topology)  # the session's launch (tests/e2e/conftest.py); read only here
+    stack = shared.record.stack()
+    services = {"server"} if topology == "tp4" else {"prefill", "decode", "router"}
+    wait_healthy(stack, services)
+    r = chat(shared.front, key=shared.key)
+    assert r.status_code == 200 and "Paris" in r.json()["choices"][0]["message"]["content"]
+    host = "server" if topology == "tp4" else "router"
+    with sim_knobs(shared, ttft_ms=TTFT_MS, tpot_ms=TPOT_MS):
+        result = bench(stack, tmp_path / "bench", host, concurrency=2, prompts=8, output_len=OUT_LEN,
+                       key=shared.key)
+    print(f"\nbench {topology}: tpot {result['mean_tpot_ms']:.2f} ms (want {TPOT_MS}), ttft "
+          f"{result['mean_ttft_ms']:.1f} ms (want {TTFT_MS}), output {result['output_throughput']:.1f} tok/s")
+    assert result["completed"] == 8
+    assert result["total_output_tokens"] == 8 * OUT_LEN
+    assert result["total_output_tokens_retokenized"] == result["total_output_tokens"]
+    want = rehearsal.expected_bench(ttft_ms=TTFT_MS, tpot_ms=TPOT_MS, output_lens=[OUT_LEN] * 8,
+                                    concurrency=2)
+    assert result["mean_tpot_ms"] == pytest.approx(want["mean_tpot_ms"], rel=0.2)
+    print(f"  expected output {want['output_throughput']:.1f} tok/s")
+    assert result["output_throughput"] == pytest.approx(want["output_throughput"], rel=0.2)
+    if topology == "pd":
+        # The request demonstrably passed prefill and decode: both count it.
+        for worker in ("prefill", "decode"):
+            metrics = stack.exec(worker, ["curl", "-fsS", "http://127.0.0.1:30000/metrics"])
+            assert "sglang:num_requests_total" in metrics
+            assert f'sglang_simulator:bootstrap_rooms_total{{model_name="{SERVED}",role="{worker}"}}' in metrics
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_a_hung_decode_worker_fails_requests_within_the_router_timeout(tmp_path, image):
     # One attempt: smg's --retry-max-retries counts attempts (it refuses 0: "must be >= 1"), and
     # --request-timeout-secs bounds each one.
@@ -125,19 +128,17 @@ def test_a_hung_decode_worker_fails_requests_within_the_router_timeout(tmp_path,
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("topology", ["tp4", "pd"])
-def test_an_api_key_is_enforced_and_never_shown(tmp_path, image, topology):
-    key = "rehearsal-key-" + "x7q" * 6
-    key_file = tmp_path / "api_key"
-    key_file.write_text(key + "\n")
-    with rehearsal_stack(tmp_path, topology, image, API_KEY_FILE=str(key_file)) as (stack, front, _env):
-        stack.up()
-        wait_healthy(stack, {"server"} if topology == "tp4" else {"prefill", "decode", "router"})
-        assert chat(front).status_code == 401
-        ok = chat(front, key=key)
-        assert ok.status_code == 200 and "Paris" in ok.json()["choices"][0]["message"]["content"]
-        names = [s.name for s in stack.states()]
-        inspect = subprocess.run(["docker", "inspect", *names], capture_output=True, text=True, timeout=60, check=False)
-        assert inspect.returncode == 0 and key not in inspect.stdout
-        logs = stack.logs()
-        assert isinstance(logs, str) and key not in logs
+def test_an_api_key_is_enforced_and_never_shown(shared_rehearsal, topology):
+    shared = shared_rehearsal(topology)  # launched with api_key_file (tests/e2e/conftest.py)
+    key, stack = shared.key, shared.record.stack()
+    wait_healthy(stack, {"server"} if topology == "tp4" else {"prefill", "decode", "router"})
+    assert chat(shared.front).status_code == 401
+    ok = chat(shared.front, key=key)
+    assert ok.status_code == 200 and "Paris" in ok.json()["choices"][0]["message"]["content"]
+    names = [s.name for s in stack.states()]
+    inspect = subprocess.run(["docker", "inspect", *names], capture_output=True, text=True, timeout=60, check=False)
+    assert inspect.returncode == 0 and key not in inspect.stdout
+    logs = stack.logs()
+    assert isinstance(logs, str) and key not in logs

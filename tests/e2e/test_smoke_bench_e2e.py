@@ -2,15 +2,13 @@
 worker simulators): attestation reads what runs, smoke passes, smoke fails with the reason when the
 simulator answers wrongly, and bench measures what the simulator was told to do.
 
-One test per topology, each with its own compose project, always torn down (`down -v
---remove-orphans`). Kept to two launches: CI has 2 cores.
+On the session's shared rehearsal of each topology (tests/e2e/conftest.py): these checks only read
+the stack, and every knob they turn is put back.
 """
 
 from __future__ import annotations
 
 import json
-import socket
-import uuid
 
 import pytest
 
@@ -19,9 +17,8 @@ from bundle.render import rehearsal
 from bundle.verify import report
 from bundle.stack import runstate
 from bundle.cli import main
-from bundle.config.loader import load_config
-from bundle.errors import BundleError
-from tests.conftest import render_for, write_config
+from tests.conftest import render_for
+from tests.e2e.conftest import sim_knobs
 
 pytestmark = pytest.mark.docker
 
@@ -30,41 +27,6 @@ pytestmark = pytest.mark.docker
 TTFT_MS, TPOT_MS, OUT_LEN = 100.0, 20.0, 64
 # Each level is a fresh bench_serving container (tens of seconds to import on 2 cores): few levels.
 LEVELS = {"tp4": [1, 2], "pd": [2]}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def launched(tmp_path, runs_dir):
-    """`bundle launch <topology> --rehearsal` under its own project; always `down -v --remove-orphans`."""
-    made = []
-
-    def launch(topology: str):
-        project = f"e2e-{topology}-{uuid.uuid4().hex[:6]}"
-        cfg = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {_free_port()}\n")
-        dep = load_config(cfg)
-        made.append(dep.project_name(topology))
-        assert main(["launch", topology, "--rehearsal", "-c", str(cfg)]) == 0
-        return cfg, dep, runstate.load(dep.project_name(topology))
-
-    yield launch
-    for project in made:
-        try:
-            runstate.load(project).stack().down(volumes=True, timeout=10)  # down -v --remove-orphans
-        except BundleError as exc:  # the test's own failure is the one to report
-            print(f"teardown of {project}: {exc}")
-
-
-def set_knobs(record, topology: str, **knobs) -> None:
-    """The simulator's run-time knobs (POST /sim/faults), inside each worker's container."""
-    services = ["server"] if topology == "tp4" else ["prefill", "decode"]
-    for service in services:
-        record.stack().exec(service, ["curl", "-fsS", "-X", "POST", "-H", "Content-Type: application/json",
-                                      "-d", json.dumps(knobs), "http://127.0.0.1:30000/sim/faults"])
 
 
 def latest_smoke(project: str) -> dict:
@@ -87,33 +49,34 @@ def check_attestation(dep, topology, record):
     assert all(levels[(r.role, "CUDA graphs")] == "OK" for r in result.records)
 
 
-def check_smoke(cfg, topology, record, capsys):
+def check_smoke(shared, capsys):
+    cfg, topology, record = shared.config, shared.topology, shared.record
     assert main(["smoke", topology, "-c", str(cfg)]) == 0
     data = latest_smoke(record.project)
     assert data["ok"] and data["topology"] == topology
     if topology == "pd":
         step = next(s for s in data["steps"] if s["name"] == "through prefill and decode")
         assert "prefill counted" in step["detail"] and "decode counted" in step["detail"], step
-    set_knobs(record, topology, wrong_answers=True)
     capsys.readouterr()
-    try:
+    with sim_knobs(shared, wrong_answers=True):
         assert main(["smoke", topology, "-c", str(cfg)]) == 1
-    finally:
-        set_knobs(record, topology, wrong_answers=False)
     err = capsys.readouterr().err
     assert "smoke test of" in err and "answer" in err and "'Paris'" in err and "Lyon" in err
     assert not latest_smoke(record.project)["ok"]
 
 
-def check_bench(cfg, topology, record):
-    set_knobs(record, topology, ttft_ms=TTFT_MS, tpot_ms=TPOT_MS)
+def check_bench(shared):
+    cfg, topology, record = shared.config, shared.topology, shared.record
+    history_file = runstate.project_dir(record.project) / report.BENCH_HISTORY
+    before = len(report.read_jsonl(history_file)) if history_file.exists() else 0
     levels = [str(c) for c in LEVELS[topology]]
-    assert main(["bench", topology, "-c", str(cfg), "--concurrency", *levels, "--input-len", "64",
-                 "--output-len", str(OUT_LEN), "--prompts-per-concurrency", "3", "--range-ratio", "1.0",
-                 "--level-timeout", "3m", "--label", "e2e"]) == 0
-    history = report.read_jsonl(runstate.project_dir(record.project) / report.BENCH_HISTORY)
-    assert len(history) == 1
-    line = history[0]
+    with sim_knobs(shared, ttft_ms=TTFT_MS, tpot_ms=TPOT_MS):
+        assert main(["bench", topology, "-c", str(cfg), "--concurrency", *levels, "--input-len", "64",
+                     "--output-len", str(OUT_LEN), "--prompts-per-concurrency", "3", "--range-ratio", "1.0",
+                     "--level-timeout", "3m", "--label", "e2e"]) == 0
+    history = report.read_jsonl(history_file)
+    assert len(history) == before + 1  # this run added exactly one line
+    line = history[-1]
     assert line["lock_hash"] and line["image"]["id"] and line["driver_version"] == "none (rehearsal)"
     assert [lv["concurrency"] for lv in line["levels"]] == LEVELS[topology]
     for level in line["levels"]:
@@ -130,15 +93,17 @@ def check_bench(cfg, topology, record):
     assert (run_dir / f"c{LEVELS[topology][0]}.jsonl").is_file()
 
 
-def test_tp4_rehearsal_attest_smoke_and_bench(launched, capsys):
-    cfg, dep, record = launched("tp4")
-    check_attestation(dep, "tp4", record)
-    check_smoke(cfg, "tp4", record, capsys)
-    check_bench(cfg, "tp4", record)
+@pytest.mark.timeout(900)  # the shared launch (first use), attestation, two smokes, two bench levels
+def test_tp4_rehearsal_attest_smoke_and_bench(shared_rehearsal, capsys):
+    shared = shared_rehearsal("tp4")
+    check_attestation(shared.dep, "tp4", shared.record)
+    check_smoke(shared, capsys)
+    check_bench(shared)
 
 
-def test_pd_rehearsal_attest_smoke_and_bench(launched, capsys):
-    cfg, dep, record = launched("pd")
-    check_attestation(dep, "pd", record)
-    check_smoke(cfg, "pd", record, capsys)
-    check_bench(cfg, "pd", record)
+@pytest.mark.timeout(900)
+def test_pd_rehearsal_attest_smoke_and_bench(shared_rehearsal, capsys):
+    shared = shared_rehearsal("pd")
+    check_attestation(shared.dep, "pd", shared.record)
+    check_smoke(shared, capsys)
+    check_bench(shared)

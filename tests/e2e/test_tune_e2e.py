@@ -23,7 +23,9 @@ from bundle.stack import docker
 from tests.conftest import REPO, compose_project, write_config
 from tests.sim_process import free_port
 
-pytestmark = pytest.mark.docker
+# Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("rehearsal_image"),
+              pytest.mark.timeout(1200)]
 
 # SIMULATED: EAGLE (mtp-light) runs at 0.4x the TPOT; bf16 would be fastest of all, but its server
 # refuses to start.

@@ -1,0 +1,142 @@
+"""The Docker tier's shared rehearsals: one `bundle launch <topology> --rehearsal` per topology for the
+whole session, used by every check that only reads a running stack (attestation, smoke, bench, the
+API key, the rehearsal's answers). Each launch costs a minute or more on CI's 2 cores; the checks that
+break or take down a stack launch their own.
+
+A shared stack is configured as a careful operator would run it: an API key (so the key checks have
+something to enforce), its own project and front port. A check that turns a simulator knob (wrong
+answers, timings) does it through `sim_knobs`, which puts the knobs back afterwards, so the next check
+finds the stack as launched."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bundle import topology as registry
+from bundle.cli import main
+from bundle.config.loader import load_config
+from bundle.errors import BundleError
+from bundle.stack import runstate
+from tests.rehearsal_stack import SERVED
+
+SHARED_KEY = "shared-rehearsal-key-" + "k9z" * 6
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class SharedRehearsal:
+    topology: str
+    config: Path
+    dep: object  # bundle.config.model.Deployment
+    key: str
+    front_port: int
+
+    @property
+    def project(self) -> str:
+        return self.dep.project_name(self.topology)
+
+    launched: runstate.LaunchRecord | None = None  # read once the launch succeeded
+
+    @property
+    def record(self) -> runstate.LaunchRecord:
+        assert self.launched is not None, f"the shared {self.topology} launch failed"
+        return self.launched
+
+    @property
+    def front(self) -> str:
+        return f"http://127.0.0.1:{self.front_port}"
+
+    @property
+    def workers(self) -> list[str]:
+        return [s.name for s in registry.get(self.topology).servers]
+
+
+@pytest.fixture(scope="session")
+def rehearsal_image() -> str:
+    """The simulator rehearsal image, built once when its inputs changed (minutes), else instant; the
+    first test that asks for it gets the build's time (tests/conftest.py, BUILD_TIMEOUTS_S)."""
+    from bundle.images import rehearsal as rehearsal_image
+
+    return rehearsal_image.ensure_image()
+
+
+@pytest.fixture(scope="session")
+def _shared_runs(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("shared-runs")
+
+
+@pytest.fixture(scope="session")
+def _shared_stacks(tmp_path_factory, _shared_runs, rehearsal_image):
+    made: dict[str, SharedRehearsal] = {}
+    folder = tmp_path_factory.mktemp("shared-rehearsal")
+    key_file = folder / "api_key"
+    key_file.write_text(SHARED_KEY + "\n")
+
+    def get(topology: str) -> SharedRehearsal:
+        if topology not in made:
+            port = _free_port()
+            config = folder / f"{topology}.yaml"
+            config.write_text(f"project: shared-{uuid.uuid4().hex[:6]}\napi_key_file: {key_file}\n"
+                              f"model:\n  served_name: {SERVED}\nnetwork:\n  front_port: {port}\n")
+            shared = SharedRehearsal(topology, config, load_config(config), SHARED_KEY, port)
+            made[topology] = shared
+            assert main(["launch", topology, "--rehearsal", "-c", str(config)]) == 0, f"shared {topology} launch"
+            # Kept here: at the session's end no test's BUNDLE_RUNS_DIR points at the record any more.
+            shared.launched = runstate.load(shared.project)
+        return made[topology]
+
+    yield get
+    for shared in made.values():
+        try:
+            if shared.launched is None:
+                raise BundleError("no launch record")
+            shared.launched.stack().down(volumes=True, timeout=10)  # down -v --remove-orphans
+        except BundleError as exc:  # whatever a failed launch left behind
+            print(f"teardown of {shared.project}: {exc}")
+            subprocess.run(["docker", "compose", "-p", shared.project, "down", "-v", "--remove-orphans", "-t", "2"],
+                           capture_output=True)
+
+
+@pytest.fixture
+def shared_rehearsal(_shared_stacks, _shared_runs, monkeypatch):
+    """`shared_rehearsal("tp4")`: the session's running rehearsal of that topology (launched on first
+    use). The test's BUNDLE_RUNS_DIR is the shared stacks' own, so the verbs find their launch records."""
+    monkeypatch.setenv("BUNDLE_RUNS_DIR", str(_shared_runs))
+    return _shared_stacks
+
+
+def _knobs_call(stack, service: str, key: str | None, knobs: dict | None = None) -> dict:
+    """GET (or POST `knobs` to) a simulator's /sim/faults from inside its container; with an API key
+    the simulator guards it as SGLang guards its admin endpoints."""
+    cmd = ["curl", "-fsS"] + (["-H", f"Authorization: Bearer {key}"] if key else [])
+    if knobs is not None:
+        cmd += ["-X", "POST", "-H", "Content-Type: application/json", "-d", json.dumps(knobs)]
+    return json.loads(stack.exec(service, cmd + ["http://127.0.0.1:30000/sim/faults"]))
+
+
+@contextmanager
+def sim_knobs(shared: SharedRehearsal, **knobs):
+    """Set the simulators' run-time knobs (POST /sim/faults) in every worker of `shared`; afterwards
+    every knob changed is put back to what it was."""
+    stack = shared.record.stack()
+    before = {s: _knobs_call(stack, s, shared.key) for s in shared.workers}
+    for service in shared.workers:
+        _knobs_call(stack, service, shared.key, knobs)
+    try:
+        yield
+    finally:
+        for service in shared.workers:
+            _knobs_call(stack, service, shared.key, {k: before[service][k] for k in knobs})
