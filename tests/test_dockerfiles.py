@@ -259,7 +259,7 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
 
 @pytest.mark.docker
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1500)  # the classic builder copies the whole image on fuse-overlayfs: over 10 min when busy
 def test_without_buildx_the_legacy_builder_builds_the_runtime_layer(standin_project, built_copy, monkeypatch):
     """The fallback for a CLI with no buildx: the same Dockerfile through `docker build` with
     DOCKER_BUILDKIT=0 (slow on fuse-overlayfs, so only the lightest layer is built here)."""
