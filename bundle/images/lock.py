@@ -70,8 +70,24 @@ def requirements_dir(lock_path: Path) -> Path:
 
 
 def load_lock(path: Path | None = None) -> Lock:
-    """Read and validate the lock; raise one ConfigError listing every bad or missing pin."""
+    """Read and validate the lock; raise one ConfigError listing every bad or missing pin.
+    Read once per process: a second call for the same unchanged file returns the same Lock."""
     path = Path(path) if path is not None else default_lock_path()
+    return _read_lock(path, _version(path))
+
+
+def _version(path: Path) -> tuple | None:
+    """(mtime, size) of the lock and of each hashed requirement lock: what the Lock is made of."""
+    try:
+        files = [path, *sorted(requirements_dir(path).glob("*.txt"))]
+        return tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    except OSError:
+        return None  # missing or unreadable: _read_lock says so
+
+
+@lru_cache(maxsize=8)
+def _read_lock(path: Path, version: tuple | None) -> Lock:
+    """`version` is part of the cache key: an edited lock (or requirement lock) is read again."""
     source = str(path)
     try:
         raw = path.read_bytes()
