@@ -117,6 +117,12 @@ class Stack:
                 self._docker.container.remove(left, force=True, volumes=volumes)
             except DockerException:
                 pass  # the caller lists what is still there
+        # Compose could not remove the project's network while such a container was still attached.
+        for network in project_networks(self.project):
+            try:
+                self._docker.network.remove(network)
+            except DockerException:
+                pass  # the caller lists what is still there
 
     def states(self) -> list[ContainerState]:
         """Every container of the project, stopped ones too."""
@@ -258,6 +264,16 @@ def project_containers(project: str) -> list[str]:
         raise BundleError(f"cannot list containers: {_first_line(exc.stderr)}",
                           exit_code=EXIT_ENVIRONMENT) from None
     return sorted(c.name for c in containers)
+
+
+def project_networks(project: str) -> list[str]:
+    """Names of every network of compose project `project`."""
+    try:
+        networks = client().network.list(filters={"label": f"com.docker.compose.project={project}"})
+    except DockerException as exc:
+        raise BundleError(f"cannot list networks: {_first_line(exc.stderr)}",
+                          exit_code=EXIT_ENVIRONMENT) from None
+    return sorted(n.name for n in networks)
 
 
 def image_exists(ref: str) -> bool:

@@ -214,6 +214,10 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
     }
     stop_reason = None
     for level in plan_.levels:
+        if not stop_reason and record["levels"] and (gone := stack_gone()):
+            # `bundle down` during the run: the next level's `compose run` would bring the project's
+            # network back (and a container with it) after down removed them.
+            stop_reason = f"skipped: the stack went away ({gone})"
         if stop_reason:
             record["levels"].append({"concurrency": level.concurrency, "num_prompts": level.num_prompts,
                                      "status": "skipped", "reason": stop_reason, "metrics": None,
