@@ -288,6 +288,7 @@ class LayerResult:
 
 def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, force: bool = False,
             report: Callable[[str], None] = print, on_line: Callable[[str], None] | None = None,
+            progress: Callable[[str], None] | None = print,
             with_sbom: bool = True) -> list[LayerResult]:
     """Build `layers` in order; reuse a layer whose tag exists unless `force` (named with --layer)
     or no cache was asked. Checks the engine, buildx and every input before the first build."""
@@ -330,7 +331,8 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
             build_args, labels = _with_sbom(plan, lp, context, report)
         image_id = docker.build_image(context=context, dockerfile=context / lp.spec.dockerfile,
                                       tags=lp.tags, build_args=build_args, labels=labels,
-                                      use_cache=use_cache, use_buildx=use_buildx, on_line=on_line)
+                                      use_cache=use_cache, use_buildx=use_buildx, on_line=on_line,
+                                      progress=progress)
         seconds = time.monotonic() - started
         report(f"[{i}/{total}] {lp.name:<9} built   {lp.tag} in {seconds:.0f} s")
         results.append(LayerResult(lp.name, lp.tag, "built", seconds, image_id))
