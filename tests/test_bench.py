@@ -202,3 +202,14 @@ def test_after_the_stack_went_away_no_further_level_is_started(tmp_path, runs_di
     assert first["status"] == "failed"
     assert second["status"] == "skipped" and "the stack went away (router is gone)" in second["reason"]
     assert not record["ok"]
+
+
+def test_a_running_level_reports_requests_done_of_asked_from_the_launchers_progress_file(tmp_path):
+    level = bench_serving.Level(concurrency=2, num_prompts=8, input_len=8, output_len=8, range_ratio=1.0,
+                                timeout_s=60)
+    progress_file = tmp_path / "c2.progress.jsonl"
+    assert bench.read_progress(progress_file, level, 1.0).line() == "C=2: 0 of 8 requests done (1 s elapsed)"
+    lines = [{"ok": True, "error": ""}] * 4 + [{"ok": False, "error": "HTTP 503"}]  # warm-up first
+    progress_file.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert bench.read_progress(progress_file, level, 42.4).line() == \
+        "C=2: 4 of 8 requests done, 1 failed (42 s elapsed)"
