@@ -75,3 +75,13 @@ def test_the_legacy_builder_steps_are_followed_too():
     assert [line.split(" (")[0] for line in out] == [
         "build img:1: [step 1/3] FROM debian", "build img:1: [step 2/3] RUN apt-get update",
         "build img:1: [step 3/3] RUN echo hi", "build img:1: built: 2 steps run, 1 cached"]
+
+
+def test_padded_step_numbers_of_a_long_dockerfile_are_steps_too():
+    progress, out = meter(Clock())
+    progress.feed("#4 [ 1/10] FROM docker.io/sglang-bundle/debian-root:bookworm")
+    progress.feed("#9 [stage-1  3/10] RUN make")
+    progress.finish()
+    assert [line.split(" (")[0] for line in out][:2] == [
+        "build img:1: [step 1/10] FROM docker.io/sglang-bundle/debian-root:bookworm",
+        "build img:1: [step stage-1 3/10] RUN make"]

@@ -20,7 +20,8 @@ HEARTBEAT_S = 30.0  # a step quiet this long gets a "still running" line
 _WIDTH = 90  # a step's command or output line is cut to this many characters
 
 # BuildKit plain progress: "#7 [builder 3/9] RUN pip install ..." (stage name optional).
-_BK_STEP = re.compile(r"^#(\d+) \[(?:([\w.-]+) )?(\d+)/(\d+)\] (.+)$")
+# The step number is padded to the total's width: "[ 3/10]", "[stage-1  3/10]".
+_BK_STEP = re.compile(r"^#(\d+) \[(?:([\w.-]+)\s+)?\s*(\d+)/(\d+)\] (.+)$")
 _BK_END = re.compile(r"^#(\d+) (?:DONE ([\d.]+)s|(CACHED)|ERROR:? ?(.*))$")
 _BK_OUTPUT = re.compile(r"^#(\d+) [\d.]+ (.*)$")  # what a RUN prints, after its timestamp
 _BK_EXPORT = re.compile(r"^#(\d+) exporting to (?:image|docker image format|oci image format)")
