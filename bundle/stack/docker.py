@@ -269,7 +269,7 @@ def project_containers(project: str) -> list[str]:
 def project_networks(project: str) -> list[str]:
     """Names of every network of compose project `project`."""
     try:
-        networks = client().network.list(filters={"label": f"com.docker.compose.project={project}"})
+        networks = client().network.list(filters=[("label", f"com.docker.compose.project={project}")])
     except DockerException as exc:
         raise BundleError(f"cannot list networks: {_first_line(exc.stderr)}",
                           exit_code=EXIT_ENVIRONMENT) from None
