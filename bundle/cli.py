@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import signal
 import sys
+from pathlib import Path
 
 from bundle import __version__, commands
 from bundle.errors import EXIT_INTERRUPTED, BundleError, Interrupted
 
 
 def verb_names() -> list[str]:
-    """Every verb module's name, found without importing any of them."""
-    return sorted(info.name for info in pkgutil.iter_modules(commands.__path__)
-                  if not info.name.startswith("_"))
+    """Every verb module's name, found without importing any of them (a listing of the folder:
+    pkgutil's import alone costs more than the rest of choosing a verb)."""
+    folder = Path(commands.__file__).parent
+    return sorted(p.stem for p in folder.glob("*.py") if not p.name.startswith("_"))
 
 
 def _verb_modules(only: str | None):

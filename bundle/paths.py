@@ -8,12 +8,29 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+def _is_project(folder: Path) -> bool:
+    return (folder / "compose").is_dir() and (folder / "docker" / "lock.toml").is_file()
+
+
 def project_root() -> Path:
-    """The folder that holds compose/ and docker/: BUNDLE_HOME, else the checkout this package is in."""
+    """The folder that holds compose/ and docker/: BUNDLE_HOME, else the checkout this package is in
+    (an editable install), else the current folder or one above it, as `docker compose` finds its
+    file (a driver installed on its own, `pipx install .` / `uv tool install .`, run in the checkout)."""
     env = os.environ.get("BUNDLE_HOME")
     if env:
         return Path(env).resolve()
-    return PACKAGE_DIR.parent
+    if _is_project(PACKAGE_DIR.parent):
+        return PACKAGE_DIR.parent
+    cwd = Path.cwd()
+    for folder in (cwd, *cwd.parents):
+        if _is_project(folder):
+            return folder
+    from bundle.errors import EXIT_ENVIRONMENT, BundleError
+
+    raise BundleError(f"no project folder (compose/ and docker/lock.toml) in {cwd} or above it, "
+                      f"nor next to the installed driver ({PACKAGE_DIR})",
+                      hint="run `bundle` inside the project's checkout, or set BUNDLE_HOME to it",
+                      exit_code=EXIT_ENVIRONMENT)
 
 
 def compose_dir() -> Path:

@@ -6,7 +6,9 @@
 #   docker/standin-root.sh [TAG]     (default sglang-bundle/standin-base:bookworm-py3.12)
 # Idempotent: an existing image with that tag is kept. Needs root, debootstrap, patchelf, a Debian
 # mirror and a CPython 3.12 built on bookworm (glibc 2.36) with --enable-shared, by default the
-# pyenv build at /root/.pyenv/versions/3.12.1 (STANDIN_PYTHON=PREFIX picks another).
+# pyenv build at /root/.pyenv/versions/3.12.1 (STANDIN_PYTHON=PREFIX picks another). Where a registry
+# is reachable `bundle build --standin` does not need this script: it pulls the pinned
+# python:3.12-slim-bookworm of docker/lock.toml [standin] (bundle/images/build.py ensure_standin_base).
 #
 # What differs from the GPU host's base, and why it does not change what the stand-in build tests
 # (docs/images.md, "The stand-in base", says the same):
@@ -34,10 +36,19 @@ if docker image inspect "$tag" >/dev/null 2>&1; then
   echo "$tag already exists"
   exit 0
 fi
+if [ ! -x "$pysrc/bin/python3.12" ]; then
+  # No Debian suite has a python3.12 and PyPI carries no CPython build: the other ways out.
+  echo "no CPython 3.12 at $pysrc to put in the stand-in root. Fix, one of:" >&2
+  echo "  - where a registry is reachable, \`bundle build --standin\` pulls the pinned python:3.12-slim-bookworm" >&2
+  echo "    (docker/lock.toml [standin]) instead of running this script;" >&2
+  echo "  - build CPython 3.12 on Debian bookworm with --enable-shared (e.g. \`pyenv install 3.12.1\`) and" >&2
+  echo "    run again with STANDIN_PYTHON=<its prefix>;" >&2
+  echo "  - or set BUNDLE_STANDIN_BASE to a local image with CPython 3.12 under /usr/local." >&2
+  exit 4
+fi
 for tool in debootstrap patchelf; do
   command -v "$tool" >/dev/null || { echo "$tool is missing: apt-get install $tool" >&2; exit 4; }
 done
-[ -x "$pysrc/bin/python3.12" ] || { echo "no CPython 3.12 at $pysrc (set STANDIN_PYTHON=PREFIX)" >&2; exit 4; }
 pyversion=$("$pysrc/bin/python3.12" -c 'import platform; print(platform.python_version())')
 
 root=$(mktemp -d /tmp/standin-root.XXXXXX)

@@ -186,3 +186,30 @@ def test_a_stack_that_went_away_mid_run_is_said_so_and_every_request_is_counted(
     assert "Traceback" not in level["reason"]
     # 8 asked: 3 completed and 1 failed before the stack went, 4 never sent.
     assert (level["metrics"]["completed"], level["failed_requests"], level["unsent"]) == (3, 1, 4)
+
+
+def test_after_the_stack_went_away_no_further_level_is_started(tmp_path, runs_dir):
+    # A next level's `compose run` would bring back the network (and a container) `bundle down` removed.
+    dep = load_config(None)
+    env = {"WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path)}
+    plan = bench.plan(dep, registry.get("tp4"), env, concurrency=[2, 4])
+    stack = FakeStack({2: "gone", 4: "ok"})
+    record, _ = bench.run(stack, plan, project="bench-gone-2", rehearsal=True, env=env,
+                          api_key_file=None, redact=lambda t: t,
+                          stack_gone=lambda: "router is gone" if stack.calls else None)
+    assert len(stack.calls) == 1
+    first, second = record["levels"]
+    assert first["status"] == "failed"
+    assert second["status"] == "skipped" and "the stack went away (router is gone)" in second["reason"]
+    assert not record["ok"]
+
+
+def test_a_running_level_reports_requests_done_of_asked_from_the_launchers_progress_file(tmp_path):
+    level = bench_serving.Level(concurrency=2, num_prompts=8, input_len=8, output_len=8, range_ratio=1.0,
+                                timeout_s=60)
+    progress_file = tmp_path / "c2.progress.jsonl"
+    assert bench.read_progress(progress_file, level, 1.0).line() == "C=2: 0 of 8 requests done (1 s elapsed)"
+    lines = [{"ok": True, "error": ""}] * 4 + [{"ok": False, "error": "HTTP 503"}]  # warm-up first
+    progress_file.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert bench.read_progress(progress_file, level, 42.4).line() == \
+        "C=2: 4 of 8 requests done, 1 failed (42 s elapsed)"

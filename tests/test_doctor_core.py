@@ -52,3 +52,16 @@ def test_only_and_skip_select_checks(monkeypatch):
     monkeypatch.setattr(registry, "CHECKS", checks)
     assert [r.name for r in registry.run_checks(HostContext(), only=["b"]).results] == ["b"]
     assert [r.name for r in registry.run_checks(HostContext(), skip=["b"]).results] == ["a", "c"]
+
+
+def test_a_required_check_that_skips_fails_the_run_with_its_own_finding_and_fix(monkeypatch):
+    # `make launch` requires driver and gpus: on a host without NVIDIA GPUs the doctor stops it there.
+    checks = (Check("gpus", "GPUs", lambda ctx: core.skip("no GPU here: nvidia-smi is not on PATH", "run it on the GPU host")),
+              Check("disk", "Disk", lambda ctx: core.skip("not checked")))
+    monkeypatch.setattr(registry, "CHECKS", checks)
+    assert registry.run_checks(HostContext()).exit_code == EXIT_OK
+    report = registry.run_checks(HostContext(), required=["gpus"])
+    gpus, disk = report.results
+    assert gpus.status is Status.FAIL and "nvidia-smi" in gpus.summary and gpus.remediation == "run it on the GPU host"
+    assert disk.status is Status.SKIP
+    assert report.exit_code == EXIT_FAILED

@@ -97,3 +97,17 @@ def test_doctor_names_the_files_that_differ_from_the_pinned_checkpoint(tmp_path)
     result = checks_model.model_files(HostContext(model_path=str(folder), model_pin=pin))
     assert result.status == Status.FAIL
     assert "model-00002-of-00002.safetensors" in result.summary and "bundle model fetch" in result.remediation
+
+
+def test_a_download_in_progress_is_measured_from_the_folder_against_the_manifest(tmp_path):
+    folder = _folder(tmp_path)
+    pin = model.ModelPin("r/m", REVISION, _manifest(folder))
+    # Mid-download, as huggingface_hub leaves it: shard 2 still a partial file under .cache.
+    (folder / "model-00002-of-00002.safetensors").unlink()
+    partial = folder / ".cache" / "huggingface" / "download" / "model-00002-of-00002.safetensors.abc.incomplete"
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(b"\2" * 200)
+    progress = model.fetch_progress(folder, pin, seconds=2.0)
+    assert (progress.total, progress.files_done, progress.files) == (1500, 2, 3)
+    assert progress.received == 1000 + 200 + len('{"model_type": "deepseek_v4"}')
+    assert progress.line().startswith("model: 0.0 GB of 0.0 GB (82%), 2 of 3 files, 0 MB/s, 0m02s elapsed")

@@ -44,8 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the run's JSON record on stdout")
 
 
+PROGRESS_EVERY_S = 15.0
+
+
 def run(args: argparse.Namespace) -> int:
     import json
+    import time
     from dataclasses import asdict
 
     from bundle.verify import bench
@@ -88,15 +92,30 @@ def run(args: argparse.Namespace) -> int:
                   f"dataset: {plan.dataset_source}")
 
     with console.status("starting ...") as status:
+        printed = {"at": 0.0, "line": ""}
+
         def on_level(level):
-            status.update(f"C={level.concurrency}: {level.num_prompts} prompts, "
+            n = plan.levels.index(level) + 1
+            status.update(f"level {n} of {len(plan.levels)}: C={level.concurrency}: {level.num_prompts} prompts, "
                           f"limit {level.timeout_s:.0f} s ...")
-            console.print(f"C={level.concurrency}: {level.num_prompts} prompts "
+            console.print(f"level {n} of {len(plan.levels)}: C={level.concurrency}: {level.num_prompts} prompts "
                           f"({level.input_len} in / {level.output_len} out), limit {level.timeout_s:.0f} s")
+            printed.update(at=time.monotonic(), line="")
+
+        def on_progress(progress):
+            # A terminal shows it live in the status line; a log gets a line when it changed, at
+            # most every PROGRESS_EVERY_S seconds (a long level never looks hung, a log stays short).
+            line = progress.line()
+            if console.is_terminal:
+                status.update(line)
+            elif line.split(" (")[0] != printed["line"] and time.monotonic() - printed["at"] >= PROGRESS_EVERY_S:
+                console.print(line, markup=False)
+                printed.update(at=time.monotonic(), line=line.split(" (")[0])
         stack = record.stack()
         result, run_dir = bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal,
                                     env=env, api_key_file=dep.api_key_file, redact=front.redact,
-                                    on_level=on_level, stack_gone=lambda: _gone(stack, topology.front_service))
+                                    on_level=on_level, on_progress=on_progress,
+                                    stack_gone=lambda: _gone(stack, topology.front_service))
     baseline = asdict(dep.bench.baseline) if dep.bench.baseline else None
     plot = report.plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
     if args.json:

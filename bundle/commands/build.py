@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 
 from rich.console import Console
 
@@ -13,7 +12,6 @@ from bundle.images.lock import load_lock
 HELP = "build the layered images pinned by docker/lock.toml (--dry-run prints the plan)"
 
 # BuildKit's plain progress: a step header ("#7 [3/4] RUN ...") or an error line.
-_STEP = re.compile(r"^#\d+ (\[|ERROR|DONE \d)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     results = build.execute(plan, layers, use_cache=not args.no_cache, force=bool(args.layer),
                             with_sbom=not args.no_sbom,
                             report=lambda msg: console.print(msg, markup=False),
-                            on_line=lambda line: _STEP.match(line) and console.print(
-                                f"    {line}", style="dim", markup=False, soft_wrap=True))
+                            progress=lambda msg: console.print(f"    {msg}", style="dim", markup=False,
+                                                               soft_wrap=True))
     built = sum(1 for r in results if r.action == "built")
     console.print(f"done: {built} built, {len(results) - built} reused; "
                   f"image {plan.layers[-1].extra_tags[0] if plan.layers[-1].extra_tags else plan.layers[-1].tag} "

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"run only these checks (repeatable): {', '.join(NAMES)}")
     parser.add_argument("--skip", metavar="CHECK", action="append", choices=NAMES,
                         help="leave these checks out (repeatable)")
+    parser.add_argument("--require", metavar="CHECK", action="append", choices=NAMES,
+                        help="a check that must run here: its SKIP (e.g. no GPU) is a FAIL (repeatable; "
+                             "`make launch` requires driver and gpus)")
     parser.add_argument("--no-host-nixl", action="store_true",
                         help="never fall back to this host's Python for the NIXL check")
 
@@ -80,13 +83,14 @@ def run(args: argparse.Namespace) -> int:
 
     ctx = build_context(args)
     if args.json:
-        report = run_checks(ctx, only=args.only, skip=args.skip)
+        report = run_checks(ctx, only=args.only, skip=args.skip, required=args.require)
         print(render_json(report))
         return report.exit_code
     console = Console(highlight=False)
     with console.status("checking ...") as status:
         def progress(check, result):
             status.update(f"checked {check.title}: {result.status.value}")
-        report = run_checks(ctx, only=args.only, skip=args.skip, on_result=progress)
+        report = run_checks(ctx, only=args.only, skip=args.skip, on_result=progress,
+                            required=args.require)
     render_table(report, console)
     return report.exit_code

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     target = one_running(args, verb="take down")
     before = target.containers
     target.stack().down(volumes=args.volumes, timeout=args.timeout)
-    left = docker.project_containers(target.project)
+    left = docker.project_containers(target.project) + docker.project_networks(target.project)
     if left:
         print(f"{target.project}: still present after down: {', '.join(left)}")
         return 1

@@ -19,7 +19,7 @@ from bundle.durations import parse_duration
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.stack import docker, runstate
 from bundle.stack.frontdoor import front_door
-from bundle.stack.ready import BackgroundUp, NotReady, wait_ready
+from bundle.stack.ready import BackgroundUp, NotReady, wait_ready, workers_away
 
 HELP = "bring a topology up and wait until it truly serves (health, router, one generation); reconciles one that is up"
 
@@ -103,11 +103,14 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
     console.print(f"{verb} {topology.name} as compose project [bold]{project}[/] ({what})")
     # 2. Start. From here on, a failure cleans up what this launch made.
     starting = None
+    expected = {s.name for s in topology.active_services(dep.replicas(topology))}
+    # Read before `compose up` starts them: which workers this reconcile brings back.
+    returning = workers_away(stack.states(), topology, expected) if reconcile else set()
     try:
         starting = BackgroundUp(stack)
         with console.status("waiting for readiness...") if console.is_terminal else _nullcontext():
             ready = wait_ready(stack, topology, front, timeout=timeout, prompt=dep.smoke.checks[0].prompt,
-                               expected_services={s.name for s in topology.active_services(dep.replicas(topology))},
+                               expected_services=expected, returning=returning,
                                report=lambda line: console.print(line, markup=False), starting=starting)
     except (NotReady, BundleError, KeyboardInterrupt) as exc:
         _stop_compose_up(starting)

@@ -11,12 +11,17 @@ from __future__ import annotations
 import difflib
 import json
 
+from bundle import memo
 from bundle.config.source import Source, format_path
 
 
 def problems(data: dict, schema: dict, source: Source, *, fix: str | None = None) -> list[str]:
-    """Every violation of `schema` in `data`, sorted by line; `fix` is appended to each line."""
-    import jsonschema  # a fifth of a second to import: only paid when there is a file to check
+    """Every violation of `schema` in `data`, sorted by line; `fix` is appended to each line.
+    A document that passed this schema before is not checked again (bundle/memo.py says why)."""
+    digest = memo.key("schema", schema, data)
+    if memo.passed(digest):
+        return []
+    import jsonschema  # a fifth of a second to import: only paid for a document not seen passing
 
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: (source.line_of(e.absolute_path) or 0,
@@ -24,6 +29,8 @@ def problems(data: dict, schema: dict, source: Source, *, fix: str | None = None
     out = []
     for error in errors:
         out.extend(_describe(error, source))
+    if not out:
+        memo.remember(digest)
     return [f"{line}; fix: {fix}" for line in out] if fix else out
 
 

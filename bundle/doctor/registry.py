@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bundle.doctor import checks_docker, checks_gpu, checks_host, checks_model, checks_nccl, checks_nixl, checks_ports
-from bundle.doctor.core import Check, Report, run_check
+from bundle.doctor.core import Check, Report, Status, run_check
 
 CHECKS: tuple[Check, ...] = (
     Check("driver", "NVIDIA driver (CUDA 13)", checks_gpu.driver),
@@ -23,12 +23,16 @@ NAMES = tuple(c.name for c in CHECKS)
 
 
 def run_checks(ctx, only: list[str] | None = None, skip: list[str] | None = None,
-               on_result=None) -> Report:
+               on_result=None, required: list[str] | None = None) -> Report:
+    """`required`: checks that must run here; their SKIP (no GPU, no driver) is a FAIL with the same
+    finding and fix (`make launch` on a host without NVIDIA GPUs stops there, before any build)."""
     results = []
     for check in CHECKS:
         if (only and check.name not in only) or (skip and check.name in skip):
             continue
         result = run_check(check, ctx)
+        if required and check.name in required and result.status is Status.SKIP:
+            result.status = Status.FAIL
         if on_result is not None:
             on_result(check, result)
         results.append(result)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundle import __version__, paths
-from bundle.errors import EXIT_CONFIG, BundleError
+from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, BundleError
 from bundle.images import legacy
 from bundle.images.lock import LOCK_HASH_LABEL, Lock
 
@@ -243,16 +243,59 @@ def check_inputs(root: Path, plan: Plan) -> None:
                           hint="restore the files from git; for docker/requirements/*.txt run `make lock`")
 
 
-def ensure_standin_base(ref: str, report: Callable[[str], None] = print) -> None:
-    """Make the stand-in base with docker/standin-root.sh (debootstrap + CPython 3.12, about a
-    minute) when the engine does not have `ref`; a BundleError naming the script when it fails."""
-    from bundle.errors import EXIT_ENVIRONMENT
+DEFAULT_STANDIN_PYTHON = "/root/.pyenv/versions/3.12.1"  # standin-root.sh's default (STANDIN_PYTHON)
+
+
+def standin_python_prefix() -> Path:
+    return Path(os.environ.get("STANDIN_PYTHON") or DEFAULT_STANDIN_PYTHON)
+
+
+def choose_standin_source(python_image: str, *, pulled: Callable[[], bool], local_python: Path) -> str:
+    """How to make the stand-in base: "python-image" (the lock's pinned python:3.12-slim-bookworm,
+    on the engine already or pulled now: `pulled()` tries), else "standin-root" (standin-root.sh
+    with the CPython 3.12 at `local_python`). Neither: one BundleError naming every way out."""
+    if pulled():
+        return "python-image"
+    if (local_python / "bin" / "python3.12").is_file():
+        return "standin-root"
+    raise BundleError(
+        f"cannot make the stand-in base: {python_image} (docker/lock.toml [standin]) is not on this engine "
+        f"and no registry gave it, and there is no CPython 3.12 at {local_python} for {STANDIN_SCRIPT}",
+        exit_code=EXIT_ENVIRONMENT,
+        hint=f"where a registry is reachable: `docker pull {python_image}`; elsewhere build CPython 3.12 on "
+             f"Debian bookworm with --enable-shared (e.g. `pyenv install 3.12.1`) and set STANDIN_PYTHON to its "
+             f"prefix; or set BUNDLE_STANDIN_BASE to a local image with CPython 3.12 under /usr/local")
+
+
+def ensure_standin_base(ref: str, lock: Lock, report: Callable[[str], None] = print) -> None:
+    """Make the stand-in base `ref` when the engine does not have it: the lock's pinned python image
+    tagged as `ref` where a registry is reachable, else docker/standin-root.sh (debootstrap + a
+    local CPython 3.12, about a minute); a BundleError naming the fixes when neither can be had."""
     from bundle.stack import docker
 
     if docker.image_facts(ref) is not None:
         return
+    python_image = lock.table("standin")["python_image"]
+
+    def pulled() -> bool:
+        if docker.image_facts(python_image) is not None:
+            return True
+        report(f"stand-in base: pulling {python_image} ...")
+        try:
+            docker.pull_image(python_image)
+        except BundleError as exc:
+            report(f"stand-in base: no registry gave it ({exc.message.splitlines()[-1][:120]})")
+            return False
+        return True
+
+    source = choose_standin_source(python_image, pulled=pulled, local_python=standin_python_prefix())
+    if source == "python-image":
+        docker.tag_image(python_image, ref)
+        report(f"stand-in base {ref}: {python_image}")
+        return
     script = paths.project_root() / STANDIN_SCRIPT
-    report(f"making the stand-in base {ref} with {STANDIN_SCRIPT} (debootstrap + CPython 3.12) ...")
+    report(f"making the stand-in base {ref} with {STANDIN_SCRIPT} (debootstrap + CPython 3.12 from "
+           f"{standin_python_prefix()}) ...")
     result = subprocess.run([str(script), ref], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         detail = " / ".join((result.stderr or result.stdout).strip().splitlines()[-3:])
@@ -289,6 +332,7 @@ class LayerResult:
 
 def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, force: bool = False,
             report: Callable[[str], None] = print, on_line: Callable[[str], None] | None = None,
+            progress: Callable[[str], None] | None = print,
             with_sbom: bool = True) -> list[LayerResult]:
     """Build `layers` in order; reuse a layer whose tag exists unless `force` (named with --layer)
     or no cache was asked. Checks the engine, buildx and every input before the first build."""
@@ -304,7 +348,7 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
         report("buildx is not installed: building with the legacy builder (no BuildKit; slower, "
                "no `docker buildx bake`). Install it with docker/install-buildx.sh.")
     if plan.standin and layers[0].name == "base":
-        ensure_standin_base(plan.layer("base").build_args["BASE_IMAGE"], report)
+        ensure_standin_base(plan.layer("base").build_args["BASE_IMAGE"], plan.lock, report)
     first = plan.layers.index(layers[0])
     if first > 0:
         parent = plan.layers[first - 1]
@@ -333,7 +377,8 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
             build_args, labels = _with_sbom(plan, lp, context, report)
         image_id = docker.build_image(context=context, dockerfile=context / lp.spec.dockerfile,
                                       tags=lp.tags, build_args=build_args, labels=labels,
-                                      use_cache=use_cache, use_buildx=use_buildx, on_line=on_line)
+                                      use_cache=use_cache, use_buildx=use_buildx, on_line=on_line,
+                                      progress=progress)
         seconds = time.monotonic() - started
         report(f"[{i}/{total}] {lp.name:<9} built   {lp.tag} in {seconds:.0f} s")
         results.append(LayerResult(lp.name, lp.tag, "built", seconds, image_id))

@@ -70,8 +70,24 @@ def requirements_dir(lock_path: Path) -> Path:
 
 
 def load_lock(path: Path | None = None) -> Lock:
-    """Read and validate the lock; raise one ConfigError listing every bad or missing pin."""
+    """Read and validate the lock; raise one ConfigError listing every bad or missing pin.
+    Read once per process: a second call for the same unchanged file returns the same Lock."""
     path = Path(path) if path is not None else default_lock_path()
+    return _read_lock(path, _version(path))
+
+
+def _version(path: Path) -> tuple | None:
+    """(mtime, size) of the lock and of each hashed requirement lock: what the Lock is made of."""
+    try:
+        files = [path, *sorted(requirements_dir(path).glob("*.txt"))]
+        return tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    except OSError:
+        return None  # missing or unreadable: _read_lock says so
+
+
+@lru_cache(maxsize=8)
+def _read_lock(path: Path, version: tuple | None) -> Lock:
+    """`version` is part of the cache key: an edited lock (or requirement lock) is read again."""
     source = str(path)
     try:
         raw = path.read_bytes()
@@ -102,11 +118,11 @@ def load_lock(path: Path | None = None) -> Lock:
 
 
 def _hashed_view(data: dict) -> dict:
-    """The lock without [image] and [model]: where an image is published (repo, digest) is not what
-    it holds, and the digest is recorded after publishing, which must not change the hash it was
-    built from; the checkpoint is not in the image either (the lock file pins both; the hash names
-    what the image holds)."""
-    return {k: v for k, v in data.items() if k not in ("image", "model")}
+    """The lock without [image], [model] and [standin]: where an image is published (repo, digest) is
+    not what it holds, and the digest is recorded after publishing, which must not change the hash it
+    was built from; the checkpoint is not in the image either, nor the stand-in base of a build
+    without a GPU (the lock file pins them all; the hash names what the GPU image holds)."""
+    return {k: v for k, v in data.items() if k not in ("image", "model", "standin")}
 
 
 def compute_hash(data: dict, requirement_locks: tuple[Path, ...] | list[Path]) -> str:

@@ -161,13 +161,65 @@ def pin(image: str, pin_: ModelPin, revision: str | None) -> tuple[str, dict[str
     return data["revision"], manifest_from(data["files"], data["small"])
 
 
-def fetch(image: str, pin_: ModelPin, folder: Path) -> list[Difference]:
-    """Download exactly the pinned revision into `folder`, then check it against the manifest."""
+def manifest_bytes(pin_: ModelPin) -> int:
+    """Total size of the pinned files the manifest gives a size for (the shards: nearly all of it)."""
+    return sum(int(m.group("size")) for m in map(_ENTRY.match, pin_.files.values()) if m and m.group("size"))
+
+
+@dataclass(frozen=True)
+class FetchProgress:
+    received: int  # bytes under the folder, partial downloads (huggingface_hub's .incomplete files) included
+    total: int  # the manifest's bytes
+    files_done: int  # pinned files present at their pinned size (small files: present)
+    files: int
+    seconds: float
+
+    def line(self) -> str:
+        def gb(n: int) -> str:
+            return f"{n / 1e9:.1f} GB"
+        rate = self.received / self.seconds / 1e6 if self.seconds > 0 else 0.0
+        share = f" ({100 * self.received / self.total:.0f}%)" if self.total else ""
+        return (f"model: {gb(self.received)} of {gb(self.total)}{share}, {self.files_done} of {self.files} files, "
+                f"{rate:.0f} MB/s, {int(self.seconds) // 60}m{int(self.seconds) % 60:02d}s elapsed")
+
+
+def fetch_progress(folder: Path, pin_: ModelPin, seconds: float) -> FetchProgress:
+    """How far a download into `folder` is, read from the folder itself (the download runs in a container)."""
+    received = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    done = 0
+    for rel, entry in pin_.files.items():
+        path, m = folder / rel, _ENTRY.match(entry)
+        if path.is_file() and (m is None or not m.group("size") or path.stat().st_size == int(m.group("size"))):
+            done += 1
+    return FetchProgress(received, manifest_bytes(pin_), done, len(pin_.files), seconds)
+
+
+def fetch(image: str, pin_: ModelPin, folder: Path, *, report=print, every_s: float = 15.0) -> list[Difference]:
+    """Download exactly the pinned revision into `folder`, then check it against the manifest;
+    `report` gets a progress line (bytes and files of the manifest, rate, elapsed) every `every_s`."""
+    import threading
+    import time
+
     if not pin_.pinned:
         raise BundleError(f"docker/lock.toml: model.revision is not pinned for {pin_.repo}", exit_code=EXIT_CONFIG,
                           hint="run `bundle model pin` on a host that reaches the Hub, commit the lock, then fetch")
     folder.mkdir(parents=True, exist_ok=True)
-    out = _run(image, FETCH_SCRIPT, [pin_.repo, pin_.revision], folder, 6 * 3600)
+    stop, started = threading.Event(), time.monotonic()
+
+    def watch() -> None:
+        while not stop.wait(every_s):
+            try:
+                report(fetch_progress(folder, pin_, time.monotonic() - started).line())
+            except OSError:  # a file renamed while being listed: the next tick counts it
+                continue
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        out = _run(image, FETCH_SCRIPT, [pin_.repo, pin_.revision], folder, 6 * 3600)
+    finally:
+        stop.set()
+        watcher.join(timeout=2)
+    report(fetch_progress(folder, pin_, time.monotonic() - started).line())
     if "BUNDLE-FETCHED " not in out:
         raise BundleError(f"downloading {pin_.repo}@{pin_.revision[:12]} failed: {out.strip()[-500:]}",
                           exit_code=EXIT_FAILED, hint="run it again: huggingface_hub resumes partial downloads")

@@ -83,7 +83,7 @@ def make_base_image() -> None:
         detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
         raise BundleError(f"the rehearsal's base image {BASE_IMAGE} could not be made: {' / '.join(detail)}",
                           exit_code=EXIT_ENVIRONMENT,
-                          hint="`make install` installs debootstrap (as root), then run `sudo docker/debian-root.sh` "
+                          hint="`sudo docker/host-packages.sh` installs debootstrap, then run `sudo docker/debian-root.sh` "
                                "once; or set BUNDLE_REHEARSAL_BASE to an image with python3, venv and curl "
                                "where a registry is reachable")
 

@@ -18,6 +18,7 @@ import yaml
 from bundle import paths
 from bundle.config import levers
 from bundle.config.model import Deployment, Role, RouterSection
+from bundle.config.source import SAFE_LOADER
 from bundle.errors import ConfigError
 from bundle.render.interpolate import split_command
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE, Topology
@@ -249,7 +250,7 @@ def _quote_env_value(value: str, key_path: tuple, source: str) -> str:
                        f"\" $ \\ and newlines, not both; simplify {value!r}"], source=source)
 
 
-class _ComposeLoader(yaml.SafeLoader):
+class _ComposeLoader(SAFE_LOADER):
     """YAML as compose reads it: its merge tags `!reset` (drop the inherited value) and `!override`
     (replace it) load as the value they carry; the rehearsal overlays use `!reset`."""
 

@@ -11,11 +11,13 @@ command line the bundle generates parses under the real one.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from functools import lru_cache
-
 from pathlib import Path
+
+from bundle import memo
 
 DATA_DIR = Path(__file__).resolve().parent / "parsers"
 SERVER_SPEC = "sglang-server"
@@ -32,7 +34,17 @@ class ArgumentsRejected(Exception):
     """The parser refused a command line; the message is argparse's own."""
 
 
+def _fixed_width_formatter(prog: str) -> argparse.HelpFormatter:
+    # argparse makes a formatter for every add_argument; the default one asks the terminal for its
+    # size each time, a third of building SGLang's 532 options. These parsers never print help.
+    return argparse.HelpFormatter(prog, width=100)
+
+
 class _RaisingParser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _fixed_width_formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # argparse would print usage and exit(2)
         raise ArgumentsRejected(message)
 
@@ -113,17 +125,45 @@ def parser_from_spec(spec: dict) -> argparse.ArgumentParser:
 
 
 @lru_cache(maxsize=None)
-def _cached_parser(name: str) -> argparse.ArgumentParser:
+def cached_parser(name: str) -> argparse.ArgumentParser:
+    """One parser per snapshot and process (building SGLang's 532 options takes tens of ms)."""
     return parser_from_spec(load_spec(name))
 
 
+@lru_cache(maxsize=None)
+def _spec_digest(name: str) -> str:
+    return hashlib.sha256(SPECS[name].read_bytes()).hexdigest()
+
+
 def check_arguments(name: str, tokens: list[str]) -> str | None:
-    """None if the snapshot of parser `name` accepts `tokens`, else argparse's message."""
+    """None if the snapshot of parser `name` accepts `tokens`, else argparse's message. A command
+    line this snapshot accepted before is not parsed again (bundle/memo.py)."""
+    digest = memo.key("argspec", _spec_digest(name), list(tokens))
+    if memo.passed(digest):
+        return None
     try:
-        _cached_parser(name).parse_args(tokens)
+        cached_parser(name).parse_args(tokens)
     except ArgumentsRejected as exc:
         return str(exc)
+    memo.remember(digest)
     return None
+
+
+def option_values(name: str, tokens: list[str], dests) -> dict:
+    """The values (defaults included) `tokens` give the snapshot's options whose dest is in `dests`,
+    read with a parser of just those options: cheaper than the whole parser when only a few are
+    wanted; the rest of the line is passed over (check_arguments is what checks it)."""
+    wanted = set(dests)
+    spec = load_spec(name)
+    parser = _subset_parser(name, frozenset(wanted))
+    ns, _rest = parser.parse_known_args(tokens)
+    return {d: getattr(ns, d) for d in sorted(wanted) if any(o["dest"] == d for o in spec["options"])}
+
+
+@lru_cache(maxsize=None)
+def _subset_parser(name: str, dests: frozenset) -> argparse.ArgumentParser:
+    spec = load_spec(name)
+    return parser_from_spec({**spec, "options": [o for o in spec["options"] if o["dest"] in dests]})
 
 
 def aliases(name: str) -> dict[str, tuple[str, ...]]:

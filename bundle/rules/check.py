@@ -12,7 +12,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from bundle.config import levers
@@ -256,17 +255,12 @@ def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Er
                   f"{prefill_bootstrap}; requests would fail with 'connection refused'")
 
 
-@lru_cache(maxsize=1)
-def _server_parser():
-    return argspec.parser_from_spec(argspec.load_spec(argspec.SERVER_SPEC))
-
-
 def speculative_settings(args: list[str]) -> dict:
     """Every speculative-decoding setting a server command line gives (the parser's speculative_*
     fields, defaults included), so two command lines compare setting by setting."""
-    ns = _server_parser().parse_args(args)
-    return {k: v for k, v in sorted(vars(ns).items())
-            if k.startswith("speculative_") or k == "enable_multi_layer_eagle"}
+    dests = [o["dest"] for o in argspec.load_spec(argspec.SERVER_SPEC)["options"]
+             if o["dest"].startswith("speculative_") or o["dest"] == "enable_multi_layer_eagle"]
+    return argspec.option_values(argspec.SERVER_SPEC, args, dests)
 
 
 def _check_speculative_pd(rendered, roles: list[Role], error: Error) -> None:

@@ -59,7 +59,16 @@ def builtin_problems(obj: dict) -> list[str]:
 
 
 def _kubernetes_validate(obj: dict) -> list[tuple[tuple, str]]:
-    import kubernetes_validate
+    try:
+        import kubernetes_validate  # the `k8s` extra: 108 MB of schemas a GPU host's driver does not need
+    except ImportError:
+        from bundle.errors import EXIT_ENVIRONMENT, BundleError
+
+        raise BundleError("checking Kubernetes manifests needs the package kubernetes-validate (the driver's "
+                          "`k8s` extra), which is not installed",
+                          hint="`make install`, or `pip install -e '.[k8s]'` (pipx: `pipx inject "
+                               "sglang-sm120-bundle kubernetes-validate==1.37.0`)",
+                          exit_code=EXIT_ENVIRONMENT) from None
 
     try:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)

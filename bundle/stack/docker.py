@@ -117,6 +117,12 @@ class Stack:
                 self._docker.container.remove(left, force=True, volumes=volumes)
             except DockerException:
                 pass  # the caller lists what is still there
+        # Compose could not remove the project's network while such a container was still attached.
+        for network in project_networks(self.project):
+            try:
+                self._docker.network.remove(network)
+            except DockerException:
+                pass  # the caller lists what is still there
 
     def states(self) -> list[ContainerState]:
         """Every container of the project, stopped ones too."""
@@ -258,6 +264,16 @@ def project_containers(project: str) -> list[str]:
         raise BundleError(f"cannot list containers: {_first_line(exc.stderr)}",
                           exit_code=EXIT_ENVIRONMENT) from None
     return sorted(c.name for c in containers)
+
+
+def project_networks(project: str) -> list[str]:
+    """Names of every network of compose project `project`."""
+    try:
+        networks = client().network.list(filters=[("label", f"com.docker.compose.project={project}")])
+    except DockerException as exc:
+        raise BundleError(f"cannot list networks: {_first_line(exc.stderr)}",
+                          exit_code=EXIT_ENVIRONMENT) from None
+    return sorted(n.name for n in networks)
 
 
 def image_exists(ref: str) -> bool:
@@ -463,59 +479,92 @@ def buildx_available() -> bool:
         return False
 
 
+def _print_progress(line: str) -> None:
+    print(line, flush=True)
+
+
 def build_image(*, context: Path, dockerfile: Path, tags: list[str], build_args: dict[str, str],
                 labels: dict[str, str], use_cache: bool = True, use_buildx: bool = True,
-                on_line=None) -> str:
-    """Build one image and return its id; each log line goes to `on_line` as it comes.
+                on_line=None, progress=_print_progress) -> str:
+    """Build one image and return its id; each log line goes to `on_line` as it comes, and the
+    build's progress, condensed (bundle.stack.build_progress: `[step n/m] ... elapsed`), to
+    `progress` (default: printed; None: silent). Every caller shows progress without asking for it.
 
     buildx (BuildKit) when present; else the legacy builder, which the Dockerfiles are written to
     work with too (no RUN --mount). A failed build raises a BundleError with the log's tail.
     """
-    docker = client()
-    lines: list[str] = []
-
-    def _emit(line: str) -> None:
-        lines.append(line)
-        del lines[:-40]
-        if on_line is not None:
-            on_line(line)
-
-    try:
-        if use_buildx:
-            for line in docker.buildx.build(context, file=dockerfile, tags=tags, build_args=build_args,
-                                            labels=labels, cache=use_cache, load=True, progress="plain",
-                                            provenance=False, stream_logs=True):
-                _emit(line.rstrip())
-        else:
-            # The Docker 23+ CLI defaults to BuildKit and refuses to build without buildx; this
-            # asks for the legacy builder explicitly.
-            legacy = DockerClient(debug=_debug(), client_call=["env", "DOCKER_BUILDKIT=0", "docker"])
-            legacy.legacy_build(context, file=dockerfile, tags=tags, build_args=build_args,
-                                labels=labels, cache=use_cache, quiet=True)
-    except DockerException as exc:
-        tail = "\n".join(lines[-25:]) or (exc.stderr or exc.stdout or "").strip()
-        raise BundleError(f"building {tags[0]} from {dockerfile} failed:\n{tail}",
-                          exit_code=EXIT_FAILED,
-                          hint="fix the step shown above; the layers below it are kept and reused") from None
-    return docker.image.inspect(tags[0]).id
+    if use_buildx:
+        def lines():
+            for line in client().buildx.build(context, file=dockerfile, tags=tags, build_args=build_args,
+                                              labels=labels, cache=use_cache, load=True, progress="plain",
+                                              provenance=False, stream_logs=True):
+                yield line
+    else:
+        # The Docker 23+ CLI defaults to BuildKit and refuses to build without buildx; this asks
+        # for the legacy builder explicitly.
+        def lines():
+            yield from _cli_build_lines(context, dockerfile, tags, build_args, labels, use_cache, buildkit=False)
+    return _run_build(lines, tags=tags, dockerfile=dockerfile, on_line=on_line, progress=progress)
 
 
 def build_image_engine_buildkit(*, context: Path, dockerfile: Path, tags: list[str],
                                 build_args: dict[str, str], labels: dict[str, str],
-                                use_cache: bool = True) -> str:
-    """Build with the engine's own BuildKit (`DOCKER_BUILDKIT=1 docker build`) and return the id.
+                                use_cache: bool = True, on_line=None, progress=_print_progress) -> str:
+    """Build with the engine's own BuildKit (`DOCKER_BUILDKIT=1 docker build --progress plain`) and
+    return the id; `on_line` and `progress` as in build_image.
 
     For Dockerfiles that need BuildKit (RUN --mount cache mounts) on engines without the buildx
     plugin, such as Docker 20.10 from Debian: that CLI talks to the daemon's built-in BuildKit.
     (Docker 23+ without buildx refuses this; use build_image(use_buildx=True) there.)
     """
-    buildkit = DockerClient(debug=_debug(), client_call=["env", "DOCKER_BUILDKIT=1", "docker"])
+    def lines():
+        yield from _cli_build_lines(context, dockerfile, tags, build_args, labels, use_cache, buildkit=True)
+    return _run_build(lines, tags=tags, dockerfile=dockerfile, on_line=on_line, progress=progress)
+
+
+def _cli_build_lines(context, dockerfile, tags, build_args, labels, use_cache, *, buildkit: bool):
+    """`docker build`'s output lines as they come (python-on-whales' legacy_build prints them or
+    keeps them quiet; progress needs them one by one)."""
+    from python_on_whales.utils import stream_stdout_and_stderr
+
+    cmd = ["docker", "build", "--file", str(dockerfile)]
+    for tag in tags:
+        cmd += ["--tag", tag]
+    for key, value in build_args.items():
+        cmd += ["--build-arg", f"{key}={value}"]
+    for key, value in labels.items():
+        cmd += ["--label", f"{key}={value}"]
+    if not use_cache:
+        cmd.append("--no-cache")
+    if buildkit:
+        cmd.append("--progress=plain")
+    cmd.append(str(context))
+    if _debug():
+        print("+ DOCKER_BUILDKIT=%d %s" % (int(buildkit), " ".join(cmd)), flush=True)
+    for _source, chunk in stream_stdout_and_stderr(cmd, env={"DOCKER_BUILDKIT": "1" if buildkit else "0"}):
+        for line in chunk.decode(errors="replace").splitlines():
+            yield line
+
+
+def _run_build(lines, *, tags: list[str], dockerfile: Path, on_line, progress) -> str:
+    from bundle.stack.build_progress import BuildProgress
+
+    tail: list[str] = []
+    meter = BuildProgress(progress or (lambda _text: None), name=f"build {tags[0]}")
     try:
-        buildkit.legacy_build(context, file=dockerfile, tags=tags, build_args=build_args,
-                              labels=labels, cache=use_cache, quiet=True)
+        with meter.beating():
+            for line in lines():
+                line = line.rstrip()
+                tail.append(line)
+                del tail[:-40]
+                meter.feed(line)
+                if on_line is not None:
+                    on_line(line)
     except DockerException as exc:
-        tail = "\n".join((exc.stderr or exc.stdout or "").strip().splitlines()[-25:])
-        raise BundleError(f"building {tags[0]} from {dockerfile} failed:\n{tail}",
+        meter.finish(ok=False)
+        shown = "\n".join(tail[-25:]) or (exc.stderr or exc.stdout or "").strip()
+        raise BundleError(f"building {tags[0]} from {dockerfile} failed:\n{shown}",
                           exit_code=EXIT_FAILED,
                           hint="fix the step shown above; the layers below it are kept and reused") from None
+    meter.finish()
     return client().image.inspect(tags[0]).id

@@ -151,6 +151,27 @@ class BackgroundUp:
             raise self._error
 
 
+def workers_away(states, topology: Topology, expected_services: set[str]) -> set[str]:
+    """The servers not running (stopped by an operator, exited, or missing) in `states` (anything
+    with .service and .state: the project's containers before a reconcile starts them): the ones
+    this launch brings back."""
+    running = {st.service for st in states if st.state == "running"}
+    return {s.name for s in topology.servers if s.name in expected_services and s.name not in running}
+
+
+def router_awaits_workers(view: ServiceView, views: list[ServiceView], topology: Topology,
+                          returning: set[str]) -> bool:
+    """Whether `view`, the router, may be unhealthy because a worker it routes to was away when the
+    wait began (`returning`, see workers_away) and is not healthy yet: what a reconcile looks like
+    after an operator stopped a worker and the router kept running. A worker that fails during the
+    wait is not in `returning`: the router turning unhealthy then is a failure, as before."""
+    router = topology.router
+    if router is None or view.service != router.name:
+        return False
+    health = {v.service: v.health for v in views}
+    return any(health.get(name) != "healthy" for name in returning)
+
+
 @dataclass
 class _Failure:
     service: str
@@ -170,7 +191,10 @@ class _Failure:
 
 def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, prompt: str,
                expected_services: set[str], report: Callable[[str], None],
-               starting: BackgroundUp | None = None) -> Readiness:
+               starting: BackgroundUp | None = None, returning: set[str] = frozenset()) -> Readiness:
+    """Poll until ready (see the module's docstring). `returning`: the workers a reconcile brings
+    back (workers_away before `compose up`): while one is not healthy yet, the router's unhealthy
+    state is expected."""
     start = time.monotonic()
     began = datetime.now(timezone.utc) - timedelta(seconds=1)  # for the engine's exit events
     deadline = start + timeout
@@ -184,6 +208,9 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
     events: list[str] = []
     server_names = {s.name for s in topology.servers}
     seen_running: set[str] = set()
+    # A router found unhealthy while a worker it needs was away: it may take until its next health
+    # checks after the worker is back to say healthy again; the launch budget bounds that wait.
+    recovering: set[str] = set()
 
     def event(text: str) -> None:
         line = f"[{time.monotonic() - start:6.1f}s] {text}"
@@ -244,8 +271,14 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
                 raise fail(view, f"is crash-looping (restarted {view.restarts}x)")
             if view.state == "running":
                 seen_running.add(view.service)
+            if view.health == "healthy":
+                recovering.discard(view.service)
             if view.health == "unhealthy" and view.state == "running":
-                raise fail(view, "turned unhealthy")
+                if view.service not in recovering and router_awaits_workers(view, views, topology, returning):
+                    recovering.add(view.service)
+                    event(f"{view.service}: unhealthy while a worker it needs comes back; waiting for it")
+                if view.service not in recovering:
+                    raise fail(view, "turned unhealthy")
             # A container stopped before this launch (a reconcile) waits for `compose up` to start
             # it, which waits on its dependencies: stopped only counts once it ran, or up is done.
             if view.state in ("exited", "dead") and (view.service in seen_running or up_done):

@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import shlex
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,10 +110,63 @@ def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
             "gpus": gpu_names, "host": platform.node(), "bundle_version": __version__}
 
 
+@dataclass(frozen=True)
+class LevelProgress:
+    """Where a running level stands, from the launcher's progress file (one line per finished request)."""
+    concurrency: int
+    done: int  # measured requests finished (completed or failed), of num_prompts
+    failed: int
+    num_prompts: int
+    seconds: float
+
+    def line(self) -> str:
+        failed = f", {self.failed} failed" if self.failed else ""
+        return (f"C={self.concurrency}: {self.done} of {self.num_prompts} requests done{failed} "
+                f"({self.seconds:.0f} s elapsed)")
+
+
+def read_progress(progress_file: Path, level: Level, seconds: float) -> LevelProgress:
+    observed = bench_serving.parse_lines(progress_file.read_text()) if progress_file.is_file() else []
+    counts = bench_serving.tally(observed, num_prompts=level.num_prompts)
+    failed = counts["failed_requests"]
+    return LevelProgress(level.concurrency, counts["metrics"]["completed"] + failed, failed,
+                         level.num_prompts, seconds)
+
+
+class _Watch:
+    """Calls `on_progress` every `every_s` seconds while a level runs (a daemon thread)."""
+
+    def __init__(self, on_progress: Callable[[LevelProgress], None] | None, progress_file: Path, level: Level,
+                 every_s: float = 2.0):
+        self._stop = threading.Event()
+        self._args = (on_progress, progress_file, level, every_s)
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, daemon=True) if on_progress else None
+
+    def _run(self) -> None:
+        on_progress, progress_file, level, every_s = self._args
+        while not self._stop.wait(every_s):
+            try:
+                on_progress(read_progress(progress_file, level, time.monotonic() - self._started))
+            except (OSError, ValueError):  # a line half written: the next tick reads it whole
+                continue
+
+    def __enter__(self):
+        if self._thread:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=2)
+
+
 def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: str, stamp: str,
               api_key_file: str | None, redact: Callable[[str], str],
               on_line: Callable[[str], None] | None = None,
-              stack_gone: Callable[[], str | None] = lambda: None) -> dict:
+              stack_gone: Callable[[], str | None] = lambda: None,
+              on_progress: Callable[[LevelProgress], None] | None = None) -> dict:
     """One bench_serving call in a one-off container; returns the level's report entry, in which
     completed + failed + unsent always equals the prompts asked for. `stack_gone()` says why the
     stack is no longer there, or None."""
@@ -129,9 +183,10 @@ def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: 
     user = None if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
     env = {"BUNDLE_BENCH_PROGRESS": f"{OUT_MOUNT}/{progress_name}"} | ({"HOME": "/tmp"} if user else {})
     t0 = time.monotonic()
-    result = stack.run_tool(TOOL_SERVICE, ["sh", "-c", WRAPPER, key_arg, *args],
-                            name=f"{project}-bench-c{level.concurrency}-{stamp}", timeout=level.timeout_s,
-                            volumes=volumes, env=env, user=user, on_line=on_line)
+    with _Watch(on_progress, run_dir / progress_name, level):
+        result = stack.run_tool(TOOL_SERVICE, ["sh", "-c", WRAPPER, key_arg, *args],
+                                name=f"{project}-bench-c{level.concurrency}-{stamp}", timeout=level.timeout_s,
+                                volumes=volumes, env=env, user=user, on_line=on_line)
     seconds = round(time.monotonic() - t0, 1)
     output = redact(result.output)
     (run_dir / f"c{level.concurrency}.log").write_text(output + "\n")
@@ -200,7 +255,8 @@ def _strip_server_info(path: Path, lines: list[dict]) -> None:
 def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str, str],
         api_key_file: str | None, redact: Callable[[str], str],
         on_level: Callable[[Level], None] | None = None, on_line: Callable[[str], None] | None = None,
-        run_dir: Path | None = None, stack_gone: Callable[[], str | None] = lambda: None) -> tuple[dict, Path]:
+        run_dir: Path | None = None, stack_gone: Callable[[], str | None] = lambda: None,
+        on_progress: Callable[[LevelProgress], None] | None = None) -> tuple[dict, Path]:
     """Every level in order; returns the run's record (also appended to the history) and its folder."""
     run_dir = run_dir or runstate.new_run_dir(project, "bench")
     stamp = run_dir.name.split("-bench")[0].replace("-", "")
@@ -214,6 +270,10 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
     }
     stop_reason = None
     for level in plan_.levels:
+        if not stop_reason and record["levels"] and (gone := stack_gone()):
+            # `bundle down` during the run: the next level's `compose run` would bring the project's
+            # network back (and a container with it) after down removed them.
+            stop_reason = f"skipped: the stack went away ({gone})"
         if stop_reason:
             record["levels"].append({"concurrency": level.concurrency, "num_prompts": level.num_prompts,
                                      "status": "skipped", "reason": stop_reason, "metrics": None,
@@ -222,7 +282,8 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
         if on_level:
             on_level(level)
         entry = run_level(stack, level, plan_, run_dir=run_dir, project=project, stamp=stamp,
-                          api_key_file=api_key_file, redact=redact, on_line=on_line, stack_gone=stack_gone)
+                          api_key_file=api_key_file, redact=redact, on_line=on_line, stack_gone=stack_gone,
+                          on_progress=on_progress)
         record["levels"].append(entry)
         if entry["status"] == "timeout":
             # Higher levels take longer still: they would only burn their own limits too.
