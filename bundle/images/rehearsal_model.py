@@ -18,8 +18,8 @@ from pathlib import Path
 from bundle.errors import EXIT_FAILED, BundleError
 from bundle.paths import docker_dir, project_root
 from bundle.render.rehearsal import simulated_model_dir
+from bundle.rules.checkpoint import REHEARSAL_ONLY_KEY  # noqa: F401  (the trainer writes it)
 
-REHEARSAL_ONLY_KEY = "sglang_bundle_rehearsal_only"
 TRAINER_IN_IMAGE = "/opt/bundle/engine/train_model.py"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "bench-sharegpt.json")
 

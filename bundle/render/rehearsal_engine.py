@@ -29,7 +29,8 @@ ENGINE_TP_SIZE = "1"
 # NIXL's bundled UCX without GPUs: shared memory and TCP only (cuda_ipc/cuda_copy need a GPU).
 ENGINE_UCX_TLS = "sm,self,tcp"
 
-# A CPU start is minutes, not the simulator's seconds: health waits sized for it.
+# A CPU start is minutes, not the simulator's seconds: health waits sized for it. The router's own
+# command line stays the GPU host's (none of its variables here).
 ENGINE_HEALTH = {
     "HEALTH_INTERVAL": "5s",
     "HEALTH_TIMEOUT": "25s",
@@ -37,11 +38,8 @@ ENGINE_HEALTH = {
     "HEALTH_START_PERIOD": "10m",
     "ROUTER_HEALTHCHECK_INTERVAL": "3s",
     "ROUTER_HEALTH_START_PERIOD": "10m",
-    "ROUTER_HEALTH_CHECK_INTERVAL_SECS": "3",
-    "ROUTER_WORKER_STARTUP_TIMEOUT_SECS": "600",
     "STOP_GRACE_PERIOD": "10s",
     "ROUTER_STOP_GRACE_PERIOD": "20s",
-    "ROUTER_SHUTDOWN_GRACE_SECS": "5",
 }
 
 
