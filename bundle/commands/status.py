@@ -7,6 +7,7 @@ import argparse
 import json
 
 from bundle.commands._common import add_config_argument, add_topology_argument
+from bundle.topology import rehearsal_mode
 
 HELP = "show what runs: containers, health, restarts, ports, hung or paused servers, and whether the front door serves"
 WORKER_PROBE_SECONDS = 5  # a server that cannot answer /health in this long is flagged as hung
@@ -75,7 +76,7 @@ def collect(target) -> dict:
                            "restarts": s.restart_count, "exit_code": s.exit_code, "ports": s.ports,
                            "problem": problem})
     return {"topology": target.topology.name, "project": target.project,
-            "rehearsal": bool(record and record.rehearsal), "containers": containers, "front_door": door}
+            "rehearsal": rehearsal_mode(record.rehearsal if record else None), "containers": containers, "front_door": door}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"{one['project']}: not running")
             continue
         table = Table(title=f"{one['project']} ({one['topology']}"
-                            f"{', rehearsal' if one['rehearsal'] else ''})", title_justify="left")
+                            f"{', rehearsal: ' + one['rehearsal'] if one['rehearsal'] else ''})", title_justify="left")
         for column in ("service", "state", "health", "restarts", "published", "problem"):
             table.add_column(column, overflow="fold")
         for c in one["containers"]:
