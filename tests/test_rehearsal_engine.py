@@ -102,3 +102,43 @@ def test_only_decode_gets_the_retraction_backup(tmp_path):
               for name in ("prefill", "decode")}
     assert backup["decode"] == "cpu_tensor"
     assert backup["prefill"] != "cpu_tensor"
+
+
+def _parsed(*argv):
+    import argparse
+
+    from bundle.commands._common import add_rehearsal_arguments, resolve_rehearsal
+
+    parser = argparse.ArgumentParser()
+    add_rehearsal_arguments(parser, rehearsal_help="r", sim_help="s")
+    args = parser.parse_args(list(argv))
+    return resolve_rehearsal(args)
+
+
+def test_a_bare_rehearsal_is_the_engine_and_simulator_knobs_choose_the_simulator():
+    assert _parsed() is None
+    assert _parsed("--rehearsal") == "engine"
+    assert _parsed("--rehearsal", "sim") == "sim"
+    assert _parsed("--rehearsal", "--sim", "SIM_TPOT_MS=20") == "sim"
+
+
+def test_simulator_knobs_on_the_engine_are_refused():
+    import argparse
+
+    from bundle.commands._common import sim_knobs
+    from bundle.errors import BundleError
+
+    with pytest.raises(BundleError, match="--rehearsal sim"):
+        sim_knobs(argparse.Namespace(rehearsal="engine", sim=["SIM_TPOT_MS=20"]))
+
+
+def test_the_rehearsal_model_is_refused_as_a_real_model_path(tmp_path):
+    import json
+
+    from bundle.rules.checkpoint import REHEARSAL_ONLY_KEY, unsupported_checkpoint
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], REHEARSAL_ONLY_KEY: True}))
+    assert "rehearsal" in unsupported_checkpoint(config)
+    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    assert unsupported_checkpoint(config) is None

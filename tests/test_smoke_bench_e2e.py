@@ -48,7 +48,7 @@ def launched(tmp_path, runs_dir):
         cfg = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {_free_port()}\n")
         dep = load_config(cfg)
         made.append(dep.project_name(topology))
-        assert main(["launch", topology, "--rehearsal", "-c", str(cfg)]) == 0
+        assert main(["launch", topology, "--rehearsal", "sim", "-c", str(cfg)]) == 0
         return cfg, dep, runstate.load(dep.project_name(topology))
 
     yield launch

@@ -114,7 +114,7 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
 
     # 3. The tuned config, launched and benchmarked: the table shows the gain over the defaults' run.
     capsys.readouterr()
-    assert main(["launch", "tp4", "--rehearsal", "-c", str(tuned), *SIM]) == 0
+    assert main(["launch", "tp4", "--rehearsal", "sim", "-c", str(tuned), *SIM]) == 0
     try:
         assert main(["bench", "-c", str(tuned), "--against", defaults["bench_run_id"]]) == 0
         out = capsys.readouterr().out
