@@ -10,6 +10,7 @@ so it never reaches a GPU host.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import time
@@ -47,7 +48,9 @@ def ensure_model(image: str, *, report=print) -> Path:
     work.mkdir(parents=True)
     report(f"rehearsal: training the CPU engine's model in {image} (one thread, fixed seeds) ...")
     start = time.monotonic()
-    command = ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python",
+    # A name of its own, so an interrupted training is found and removed (`docker rm -f`) by name.
+    command = ["docker", "run", "--rm", "--name", f"rehearsal-model-train-{out.name}-{os.getpid()}",
+               "--network", "none", "--entrypoint", "python",
                "-v", f"{simulated_model_dir()}:/tokenizer:ro", "-v", f"{work}:/out",
                image, TRAINER_IN_IMAGE, "/tokenizer", "/out"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
