@@ -6,6 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 BUNDLE := $(BIN)/bundle
 TOPOLOGY ?= pd
+# engine: the pinned SGLang server on CPU with a small model made here; sim: the worker simulator (seconds)
+REHEARSAL ?= engine
 STAMP := $(VENV)/.installed
 
 help: ## list the targets
@@ -57,8 +59,8 @@ launch: $(DRIVER) ## GPU host: check its GPUs (doctor), build the pinned image (
 	$(BUNDLE) build
 	$(BUNDLE) launch $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG))
 
-rehearse: $(DRIVER) ## any Docker host: rehearse TOPOLOGY with simulated workers, then smoke, bench and down
-	$(BUNDLE) launch $(TOPOLOGY) --rehearsal $(if $(CONFIG),-c $(CONFIG))
+rehearse: $(DRIVER) ## any Docker host: rehearse TOPOLOGY on the real SGLang server on CPU (REHEARSAL=sim: simulators), then smoke, bench and down
+	$(BUNDLE) launch $(TOPOLOGY) --rehearsal $(REHEARSAL) $(if $(CONFIG),-c $(CONFIG))
 	@# Down runs whatever smoke and bench said; the exit code is theirs.
 	$(BUNDLE) smoke $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG)) && \
 	  $(BUNDLE) bench $(TOPOLOGY) $(if $(CONFIG),-c $(CONFIG)); rc=$$?; \
@@ -107,8 +109,7 @@ audit: $(STAMP) ## check an image from inside: IMAGE=ref (default the lock's ima
 .PHONY: image image-plan image-standin audit lock buildx lint
 
 # ---- rehearsal (bundle/simulator, docker/rehearsal.Dockerfile, compose/rehearsal-*.yaml) ----
-rehearsal-image: $(STAMP) ## build the rehearsal image (simulated workers, real router, bench_serving) if its inputs changed
-	@docker image inspect sglang-bundle/debian-root:bookworm >/dev/null 2>&1 || docker/debian-root.sh
+rehearsal-image: $(STAMP) ## build the rehearsal image (SGLang on CPU + simulator, real router, bench_serving) on the stand-in pd layer if its inputs changed
 	$(BIN)/python -m bundle.images.rehearsal image
 
 rehearsal-lock: ## resolve requirements/rehearsal*.in into the hashed requirements/rehearsal*.txt

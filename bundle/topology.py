@@ -29,6 +29,24 @@ SERVER_MODULE = "sglang.launch_server"
 ROUTER_MODULE = "smg.launch_router"  # smg (Shepherd Model Gateway); `smg launch` runs the same
 
 
+# The two rehearsals: the real SGLang server on CPU with a small model made here, or the worker
+# simulator (bundle/simulator: DeepSeek-V4's server info, SIM_* knobs, speed rules for `bundle tune`).
+REHEARSAL_ENGINE, REHEARSAL_SIM = "engine", "sim"
+REHEARSAL_MODES = (REHEARSAL_ENGINE, REHEARSAL_SIM)
+
+
+def rehearsal_mode(value: bool | str | None) -> str | None:
+    """None (no rehearsal), "engine" or "sim"; True (a launch record of an older driver) is the simulator."""
+    if not value:
+        return None
+    if value is True:
+        return REHEARSAL_SIM
+    if value not in REHEARSAL_MODES:
+        raise BundleError(f"unknown rehearsal {value!r}", exit_code=EXIT_USAGE,
+                          hint=f"use --rehearsal {' or --rehearsal '.join(REHEARSAL_MODES)}")
+    return value
+
+
 @dataclass(frozen=True)
 class Service:
     """One compose service of a topology."""
@@ -68,11 +86,21 @@ class Topology:
 
     @property
     def rehearsal_overlay(self) -> Path:
+        """The simulator's overlay (`--rehearsal sim`)."""
         return compose_dir() / f"rehearsal-{self.name}.yaml"
 
-    def compose_files(self, *, rehearsal: bool = False) -> list[Path]:
+    @property
+    def engine_rehearsal_overlay(self) -> Path:
+        """The CPU engine's overlay (`--rehearsal engine`): the real SGLang server on CPU."""
+        return compose_dir() / f"rehearsal-engine-{self.name}.yaml"
+
+    def compose_files(self, *, rehearsal: bool | str = False) -> list[Path]:
         """The topology's file, then (rehearsal) its overlay: order matters, the overlay wins."""
-        return [self.compose_file, self.rehearsal_overlay] if rehearsal else [self.compose_file]
+        mode = rehearsal_mode(rehearsal)
+        if mode is None:
+            return [self.compose_file]
+        overlay = self.engine_rehearsal_overlay if mode == REHEARSAL_ENGINE else self.rehearsal_overlay
+        return [self.compose_file, overlay]
 
     @property
     def servers(self) -> tuple[Service, ...]:

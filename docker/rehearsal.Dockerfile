@@ -1,61 +1,50 @@
-# The rehearsal image: the worker simulator (bundle/simulator), the REAL router (smg 1.13.0) and
-# SGLang 0.5.23's bench_serving, on the local Debian root (docker/debian-root.sh). No GPU, no CUDA
-# base, no registry: it builds and runs anywhere a Docker engine does, for `bundle launch --rehearsal`
-# and CI. Build: `make rehearsal-image` (or bundle.rehearsal.ensure_image()), context = repo root:
-#   DOCKER_BUILDKIT=1 docker build -f docker/rehearsal.Dockerfile -t sglang-bundle/rehearsal:TAG .
-# No `# syntax=` line on purpose: it would pull the Dockerfile frontend from Docker Hub; the engine's
-# built-in BuildKit frontend already understands the cache mounts below.
-ARG BASE_IMAGE=sglang-bundle/debian-root:bookworm
-FROM ${BASE_IMAGE}
+# The rehearsal image: ONE image for both rehearsals, built FROM the stand-in chain's pd layer
+# (`bundle build --standin`; bundle/images/rehearsal.py names the parent from the lock through
+# bundle/images/build.py's plan). That layer already holds the lock's own hashed closure on CPython
+# 3.12: torch 2.14.1, SGLang 0.5.23 with every dependency (the CPU engine's imports included:
+# xgrammar, llguidance, openai, tiktoken, uvloop, ...), nixl-cu13 1.5.1 and smg 1.13.0.
+# This file adds ONLY:
+#   - the stand-in `sgl_kernel` (docker/engine/sgl_kernel: every name raises if called), first on
+#     PYTHONPATH so it shadows the real sglang-kernel, whose CUDA extensions cannot load without a GPU;
+#   - the NIXL memory-type patch (docker/engine/nixl-dram.patch: the KV buffers are host memory,
+#     registered as DRAM), applied with `patch --fuzz=0`: the build fails unless it applies exactly;
+#   - the worker simulator (bundle/simulator) for `--rehearsal sim`, and the model trainer.
+# Neither the stand-in nor the patch ever reaches a GPU image: they live in this file only.
+# No `# syntax=` line on purpose: it would pull the Dockerfile frontend from Docker Hub.
+ARG PARENT_IMAGE=sglang-bundle/sglang-sm120-standin:pd
+FROM ${PARENT_IMAGE}
 
-ENV VIRTUAL_ENV=/opt/venv \
-    PATH=/opt/venv/bin:$PATH \
-    PYTHONDONTWRITEBYTECODE=1 \
+ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    UV_LINK_MODE=copy \
-    # Trust the system CA store (debian-root carries the host's, TLS interception included).
-    UV_SYSTEM_CERTS=1 \
-    UV_PYTHON=/opt/venv/bin/python \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     HF_DATASETS_OFFLINE=1
 
-# The installer, from PyPI with hashes, into its own venv so it is not part of the runtime one.
-COPY requirements/rehearsal-tools.txt /tmp/req/
-RUN --mount=type=cache,target=/root/.cache/pip \
-    python3 -m venv /opt/tools \
- && /opt/tools/bin/pip install --require-hashes --no-deps -r /tmp/req/rehearsal-tools.txt \
- && python3 -m venv /opt/venv
+COPY docker/engine/nixl-dram.patch /opt/bundle/engine/nixl-dram.patch
+RUN site=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") \
+ && patch -d "$site" -p1 --forward --fuzz=0 --no-backup-if-mismatch < /opt/bundle/engine/nixl-dram.patch \
+ && ! find "$site/sglang" -name '*.rej' -o -name '*.orig' | grep -q .
 
-# The heavy layer (torch + its CUDA libraries from PyPI, several GB): every pin exact and hashed.
-# Only a change to these files rebuilds it; the uv cache mount makes a rebuild a local copy.
-COPY requirements/rehearsal.txt requirements/rehearsal-nodeps.txt /tmp/req/
-RUN --mount=type=cache,target=/root/.cache/uv \
-    /opt/tools/bin/uv pip install --require-hashes -r /tmp/req/rehearsal.txt \
- && /opt/tools/bin/uv pip install --require-hashes --no-deps -r /tmp/req/rehearsal-nodeps.txt \
- && python -c "import importlib.util as u, smg.launch_router, sglang.benchmark.serving, sglang.srt.server_args, tokenizers; assert u.find_spec('sglang_router') is None"
-
-# The shared entrypoint (API key from the compose secret), as in the real images.
+COPY docker/engine/sgl_kernel /opt/bundle/engine/standins/sgl_kernel
+COPY docker/engine/train_model.py /opt/bundle/engine/train_model.py
 COPY docker/entrypoint.sh /usr/local/bin/bundle-entrypoint
-# The lock: the simulator reports its SGLang pin as the version a real server would.
 COPY docker/lock.toml /opt/bundle/lock.toml
-# The simulator alone (not the driver), and the simulated model folder at a fixed path so
-# bench_serving finds a tokenizer even without the /model mount.
 COPY bundle/__init__.py /opt/simulator/bundle/__init__.py
 COPY bundle/simulator /opt/simulator/bundle/simulator
 RUN chmod 0755 /usr/local/bin/bundle-entrypoint \
  && ln -s /opt/simulator/bundle/simulator/simulated_model /opt/simulated-model \
  && printf '#!/bin/sh\n# The worker simulator; takes `python3 -m sglang.launch_server ARGS` as its arguments.\nexec python -m bundle.simulator "$@"\n' \
       > /usr/local/bin/sglang-worker-simulator \
- && chmod 0755 /usr/local/bin/sglang-worker-simulator \
- && PYTHONPATH=/opt/simulator python -c "import bundle.simulator.server"
-ENV PYTHONPATH=/opt/simulator
+ && chmod 0755 /usr/local/bin/sglang-worker-simulator
+# The stand-in first: it shadows site-packages' sgl_kernel for every process of this image.
+ENV PYTHONPATH=/opt/bundle/engine/standins:/opt/simulator
+# The image must import what both rehearsals run: SGLang's server (CPU engine), the simulator,
+# smg and bench_serving; sgl_kernel must be the stand-in.
+RUN SGLANG_USE_CPU_ENGINE=1 python -c "import sgl_kernel, sglang.srt.entrypoints.http_server, sglang.srt.disaggregation.nixl.conn, sglang.benchmark.serving, smg.launch_router, bundle.simulator.server, nixl_cu13; assert sgl_kernel.__file__.startswith('/opt/bundle/engine/standins/'), sgl_kernel.__file__; print('rehearsal image: imports ok')"
 
-# Last, so a new version string does not invalidate the cached layers above (build args in
-# scope are part of every later RUN's cache key).
+# Last, so a new version string does not invalidate the cached layers above.
 ARG VERSION=dev
-LABEL org.opencontainers.image.title="sglang-bundle rehearsal (worker simulator + smg + bench_serving)" \
-      org.opencontainers.image.source="https://github.com/sglang-sm120-bundle" \
+LABEL org.opencontainers.image.title="sglang-bundle rehearsal (SGLang 0.5.23 CPU engine + worker simulator + smg + bench_serving)" \
       org.opencontainers.image.version="${VERSION}" \
       io.sglang-bundle.image="rehearsal"
 

@@ -277,3 +277,42 @@ def test_what_the_server_runs_is_held_against_the_audits_prediction(tmp_path):
     assert differs.level == "WARN" and "moe_runner_backend 'triton', predicted 'flashinfer_mxfp4'" in differs.detail
     record.simulated = True  # a rehearsal is not held to an audit of the real image
     assert attest.against_prediction([record], predicted, "tp4", "latest.json") == []
+
+
+# ---- the CPU engine rehearsal: the real server's own resolution, N/A for DeepSeek-V4's GPU checks ----
+
+def _cpu_expected(**overrides):
+    from bundle.verify.attest import Expected
+
+    values = dict(role="decode", tp_size=1, kv_cache_dtype="auto", moe_runner="auto", sparse_mla_env="flashinfer",
+                  overlay=False, cuda_graphs=True, speculative="none", pcie_safe=True, sglang_version="0.5.23",
+                  disaggregation_mode="decode", transfer_backend="nixl")
+    values.update(overrides)
+    return Expected(**values)
+
+
+def _cpu_record(**fields):
+    from bundle.verify.attest import WorkerRecord
+
+    base = {"device": "cpu", "sglang_version": "0.5.23", "tp_size": 1, "attention_backend": "torch_native",
+            "disaggregation_mode": "decode", "transfer_backend": "nixl",
+            "cuda_graphs": {"decode": {"backend": "disabled", "from": "x"}, "prefill": {"backend": "disabled", "from": "x"}}}
+    base.update(fields)
+    return WorkerRecord(role="decode", source="test", fields=base)
+
+
+def test_a_cpu_server_is_judged_on_what_applies_and_says_the_gpu_checks_do_not():
+    from bundle.verify.attest import FAIL, GPU_MODEL_CHECKS, NOT_APPLICABLE, evaluate
+
+    findings = evaluate(_cpu_record(), _cpu_expected())
+    levels = {f.what: f.level for f in findings}
+    assert FAIL not in levels.values()
+    assert {what for what, level in levels.items() if level == NOT_APPLICABLE} == set(GPU_MODEL_CHECKS)
+    assert levels["PD role"] == "OK" and levels["TP size"] == "OK"
+
+
+def test_a_cpu_server_with_the_wrong_tp_or_role_fails():
+    from bundle.verify.attest import FAIL, evaluate
+
+    wrong = evaluate(_cpu_record(tp_size=4, transfer_backend="mooncake"), _cpu_expected())
+    assert {f.what for f in wrong if f.level == FAIL} == {"TP size", "PD role"}

@@ -46,13 +46,11 @@ class Target:
             return self.record
         from bundle.commands._common import prepare
 
-        rehearsal = bool(self.record and self.record.rehearsal)
-        extra = {}
-        if rehearsal:
-            from bundle.images import rehearsal as rehearsal_image
-            from bundle.render import rehearsal as rehearsal_env
+        from bundle.commands._common import rehearsal_env
+        from bundle.topology import rehearsal_mode
 
-            extra = rehearsal_env.env_values(rehearsal_image.image_tag())
+        rehearsal = rehearsal_mode(self.record.rehearsal if self.record else None)
+        extra = rehearsal_env(rehearsal)
         rendered = prepare(argparse.Namespace(config=None), self.topology.name, dep=self.dep,
                            rehearsal=rehearsal, extra_env=extra).rendered
         rendered.write()

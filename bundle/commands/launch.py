@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from bundle.commands._common import (add_config_argument, add_topology_argument, prepare,
-                                     add_rehearsal_arguments, sim_knobs)
+from bundle.commands._common import (add_config_argument, add_rehearsal_arguments, add_topology_argument,
+                                     ensure_rehearsal_artifacts, prepare, rehearsal_env, sim_knobs)
 from bundle.durations import parse_duration
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.stack import docker, runstate
@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_topology_argument(parser)
     add_config_argument(parser)
     add_rehearsal_arguments(parser,
-                            rehearsal_help="simulated workers behind the real router, no GPU (see README, Rehearsal)",
+                            rehearsal_help="no GPU: engine = the real SGLang server on CPU with a small model "
+                                           "made here, sim = worker simulators; the real router (docs/rehearsal.md)",
                             sim_help="rehearsal only: a worker simulator knob, e.g. SIM_TPOT_MS=20 or "
                                      "SIM_WRONG_ANSWERS=1 (bundle/simulator/knobs.py lists them); repeatable")
     parser.add_argument("--timeout", metavar="DURATION",
@@ -49,14 +50,9 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
     from bundle.verify import report
 
     console = report.console()
-    knobs = sim_knobs(args)
-    extra = {}
-    if args.rehearsal:
-        from bundle.images import rehearsal as rehearsal_image
-        from bundle.render import rehearsal
-
-        # The image's tag is a hash of its inputs: known before anything is built.
-        extra = rehearsal.env_values(rehearsal_image.image_tag(), knobs=knobs)
+    knobs = sim_knobs(args)  # also resolves args.rehearsal to None, "engine" or "sim"
+    # The image's tag and the engine's model folder are hashes of their inputs: known before anything is built.
+    extra = rehearsal_env(args.rehearsal, knobs=knobs)
     # 1. Everything that can be checked before touching Docker: a bad config stops here (its schema
     # at load; the rules after the collectives decision, which render needs).
     from bundle.commands._common import load
@@ -85,8 +81,8 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
                               exit_code=EXIT_ENVIRONMENT)
     rendered = prepared.rendered
     if args.rehearsal:
-        console.print("rehearsal: building the simulator image if its inputs changed ...")
-        rehearsal_image.ensure_image()
+        console.print(f"rehearsal ({args.rehearsal}): building the image if its inputs changed ...")
+        ensure_rehearsal_artifacts(args.rehearsal, report=lambda line: console.print(line, markup=False))
     elif not docker.image_exists(rendered.env["BUNDLE_IMAGE"]):
         raise BundleError(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
                           hint="`make image` to build it, or `bundle pull` to fetch the published one",
@@ -98,7 +94,8 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
                                            run_dir=run_dir))
     stack = docker.stack_of(rendered)
     front = front_door(dep, topology)
-    what = "rehearsal: simulated workers" if args.rehearsal else rendered.env["BUNDLE_IMAGE"]
+    what = {None: rendered.env["BUNDLE_IMAGE"], "sim": "rehearsal: simulated workers",
+            "engine": "rehearsal: the real SGLang server on CPU"}[args.rehearsal]
     verb = "reconciling" if reconcile else "launching"
     console.print(f"{verb} {topology.name} as compose project [bold]{project}[/] ({what})")
     # 2. Start. From here on, a failure cleans up what this launch made.

@@ -8,7 +8,8 @@ import sys
 
 import yaml
 
-from bundle.commands._common import add_config_argument, add_topology_argument, prepare
+from bundle.commands._common import BARE_REHEARSAL, add_config_argument, add_topology_argument, prepare
+from bundle.topology import REHEARSAL_MODES
 
 HELP = ("write runs/<project>/bundle.env and print the configuration exactly as docker compose resolves it; "
         "--target k8s writes Kubernetes manifests")
@@ -17,8 +18,9 @@ HELP = ("write runs/<project>/bundle.env and print the configuration exactly as 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_topology_argument(parser)
     add_config_argument(parser)
-    parser.add_argument("--rehearsal", action="store_true",
-                        help="add the rehearsal overlay (simulated workers, no GPUs)")
+    parser.add_argument("--rehearsal", nargs="?", const=BARE_REHEARSAL, default=None,
+                        choices=[*REHEARSAL_MODES, BARE_REHEARSAL], metavar="engine|sim",
+                        help="add a rehearsal overlay, no GPUs: engine (default) = SGLang on CPU, sim = simulators")
     parser.add_argument("--format", choices=("yaml", "json"), default="yaml")
     parser.add_argument("--target", choices=("compose", "k8s"), default="compose",
                         help="compose (default): the env file and compose's view; k8s: LeaderWorkerSet + smg "
@@ -38,13 +40,10 @@ def run(args: argparse.Namespace) -> int:
 
     from bundle.stack import docker
 
-    extra = {}
-    if args.rehearsal:
-        from bundle.images import rehearsal as rehearsal_image
-        from bundle.render import rehearsal
+    from bundle.commands._common import rehearsal_env, resolve_rehearsal
 
-        # The tag only: render never builds (launch --rehearsal does).
-        extra = rehearsal.env_values(rehearsal_image.image_tag())
+    # The tag and model folder only: render never builds (launch --rehearsal does).
+    extra = rehearsal_env(resolve_rehearsal(args))
     prepared = prepare(args, args.topology, rehearsal=args.rehearsal, extra_env=extra)
     for warning in prepared.findings.warnings:
         print(f"warning: {warning}", file=sys.stderr)

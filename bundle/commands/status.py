@@ -7,6 +7,7 @@ import argparse
 import json
 
 from bundle.commands._common import add_config_argument, add_topology_argument
+from bundle.topology import rehearsal_mode
 
 HELP = "show what runs: containers, health, restarts, ports, hung or paused servers, and whether the front door serves"
 WORKER_PROBE_SECONDS = 5  # a server that cannot answer /health in this long is flagged as hung
@@ -71,11 +72,16 @@ def collect(target) -> dict:
     for s in states:
         problem = _server_problem(s, workers, s.service) if s.service in servers else (
             "paused" if s.state == "paused" else None)
+        from bundle.stack.docker import container_processes
+
+        # What really runs inside (SGLang names its processes: sglang::scheduler, ...; the simulator
+        # is one python): names only, never arguments.
+        processes = container_processes(s.name) if s.state in ("running", "paused") else []
         containers.append({"service": s.service, "name": s.name, "state": s.state, "health": s.health,
                            "restarts": s.restart_count, "exit_code": s.exit_code, "ports": s.ports,
-                           "problem": problem})
+                           "problem": problem, "processes": processes})
     return {"topology": target.topology.name, "project": target.project,
-            "rehearsal": bool(record and record.rehearsal), "containers": containers, "front_door": door}
+            "rehearsal": rehearsal_mode(record.rehearsal if record else None), "containers": containers, "front_door": door}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,14 +105,15 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"{one['project']}: not running")
             continue
         table = Table(title=f"{one['project']} ({one['topology']}"
-                            f"{', rehearsal' if one['rehearsal'] else ''})", title_justify="left")
-        for column in ("service", "state", "health", "restarts", "published", "problem"):
+                            f"{', rehearsal: ' + one['rehearsal'] if one['rehearsal'] else ''})", title_justify="left")
+        for column in ("service", "state", "health", "restarts", "published", "processes", "problem"):
             table.add_column(column, overflow="fold")
         for c in one["containers"]:
             published = ", ".join(b for binds in c["ports"].values() for b in binds)
             problem = f"[red]{c['problem']}[/]" if c["problem"] else "-"
+            processes = ", ".join(sorted(set(c.get("processes") or []))) or "-"
             table.add_row(c["service"], c["state"], c["health"] or "-", str(c["restarts"]), published or "-",
-                          problem)
+                          processes, problem)
         console.print(table)
         door = one["front_door"]
         mark = "[green]serving[/]" if door["serving"] else "[red]not serving[/]"

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 
 from bundle.commands._common import (add_config_argument, add_rehearsal_arguments, add_topology_argument,
-                                     sim_knobs)
+                                     resolve_rehearsal, sim_knobs)
+from bundle.topology import REHEARSAL_ENGINE, REHEARSAL_SIM
 
 HELP = "sweep the levers on this box (launch, attest, smoke, bench, down each); keep the winner as bundle.tuned.yaml"
 
@@ -63,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
     from bundle.verify import report
 
     console = report.console()
+    # `bundle tune` stays on the simulator: its SIM_SPEED_RULES give each candidate a speed.
+    if resolve_rehearsal(args, default=REHEARSAL_SIM) == REHEARSAL_ENGINE:
+        raise BundleError("bundle tune rehearses on the worker simulator only (its speed rules rank the "
+                          "candidates); the CPU engine's speed says nothing about a GPU host", exit_code=2,
+                          hint="use --rehearsal (or --rehearsal sim)")
     knobs = sim_knobs(args)
     args.sim_knobs = knobs
     # 1. Everything that can be refused before anything starts: the config, the space, every candidate.

@@ -1,9 +1,11 @@
-"""The rehearsal image: the real topologies run with worker simulators, the real router, in real containers.
+"""The rehearsal image: one image for both rehearsals (the real SGLang server on CPU, or the worker
+simulator), the real router (smg) and SGLang's bench_serving.
 
-The rehearsal image (docker/rehearsal.Dockerfile): the worker simulator, the real router and SGLang's
-bench_serving on a local Debian root, tagged by a hash of everything it is built from, so
-`ensure_image()` builds only when an input changed. What a rehearsal adds to the rendered env
-(simulated model, short health intervals, knobs) is bundle.render.rehearsal's.
+docker/rehearsal.Dockerfile is built FROM the stand-in chain's pd layer (`bundle build --standin`),
+named here from the lock through bundle/images/build.py's plan, and adds only the stand-in
+`sgl_kernel`, the NIXL memory-type patch and the simulator. It is tagged by a hash of everything it
+is built from (its parent's tag included), so `ensure_image()` builds only when an input changed.
+What a rehearsal adds to the rendered env is bundle.render.rehearsal's.
 
     python -m bundle.images.rehearsal image      # build if missing, print the tag (make rehearsal-image)
 """
@@ -11,21 +13,28 @@ bench_serving on a local Debian root, tagged by a hash of everything it is built
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
+import time
 from pathlib import Path
 
-from bundle.stack import docker
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.paths import docker_dir, project_root
+from bundle.stack import docker
 
 IMAGE_REPOSITORY = "sglang-bundle/rehearsal"
-DEBOOTSTRAP_BASE = "sglang-bundle/debian-root:bookworm"
-# Where a registry is reachable, any Debian-like image with python3 (venv), curl and CA roots
-# serves as the base and is pulled; without one, the Debian root is made here with debootstrap.
-BASE_IMAGE = os.environ.get("BUNDLE_REHEARSAL_BASE") or DEBOOTSTRAP_BASE
+PARENT_LAYER = "pd"  # the stand-in chain's layer with SGLang's closure, NIXL and smg
+
+
 def dockerfile() -> Path:
     return docker_dir() / "rehearsal.Dockerfile"
+
+
+def parent_image() -> str:
+    """The stand-in chain's pd layer tag, as `bundle build --standin` names it from the lock."""
+    from bundle.images.build import make_plan
+    from bundle.images.lock import load_lock
+
+    return make_plan(load_lock(), standin=True).layer(PARENT_LAYER).tag
 
 
 def image_inputs() -> list[Path]:
@@ -33,64 +42,49 @@ def image_inputs() -> list[Path]:
     root = project_root()
     files = [dockerfile(), docker_dir() / "rehearsal.Dockerfile.dockerignore", docker_dir() / "entrypoint.sh",
              docker_dir() / "lock.toml", root / "bundle" / "__init__.py"]
-    files += sorted((root / "requirements").glob("rehearsal*.txt"))
-    files += sorted(p for p in (root / "bundle" / "simulator").rglob("*")
-                    if p.is_file() and "__pycache__" not in p.parts)
+    for folder in (docker_dir() / "engine", root / "bundle" / "simulator"):
+        files += sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     return files
 
 
-def image_tag() -> str:
-    """sglang-bundle/rehearsal:<hash of the inputs>: a changed input gives a new tag."""
+def image_tag(parent: str | None = None) -> str:
+    """sglang-bundle/rehearsal:<hash of the inputs and the parent's tag>: a changed input gives a new tag."""
     root = project_root()
     digest = hashlib.sha256()
     for path in image_inputs():
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    digest.update(BASE_IMAGE.encode())
+    digest.update((parent or parent_image()).encode())
     return f"{IMAGE_REPOSITORY}:{digest.hexdigest()[:12]}"
 
 
-def ensure_image(*, rebuild: bool = False) -> str:
+def ensure_image(*, rebuild: bool = False, report=print) -> str:
     """Build the rehearsal image unless one with the current inputs' tag exists; return its tag."""
-    tag = image_tag()
+    parent = parent_image()
+    tag = image_tag(parent)
     if not rebuild and docker.image_exists(tag):
         return tag
-    if not docker.image_exists(BASE_IMAGE):
-        make_base_image()
+    if not docker.image_exists(parent):
+        raise BundleError(f"the rehearsal image builds on the stand-in chain's {PARENT_LAYER} layer {parent}, "
+                          "which is not here",
+                          exit_code=EXIT_ENVIRONMENT,
+                          hint="run `bundle build --standin` once (it builds the lock's closure on a local "
+                               "Debian root with CPython 3.12), then launch the rehearsal again")
     args = {"context": project_root(), "dockerfile": dockerfile(), "tags": [tag, f"{IMAGE_REPOSITORY}:latest"],
-                "build_args": {"BASE_IMAGE": BASE_IMAGE, "VERSION": tag.split(":")[1]},
-                "labels": {"io.sglang-bundle.rehearsal-inputs": tag.split(":")[1]}}
-    # The Dockerfile uses BuildKit cache mounts: buildx where installed, else the engine's BuildKit.
+            "build_args": {"PARENT_IMAGE": parent, "VERSION": tag.split(":")[1]},
+            "labels": {"io.sglang-bundle.rehearsal-inputs": tag.split(":")[1]}}
+    report(f"rehearsal: building {tag} on {parent} ...")
+    start = time.monotonic()
     if docker.buildx_available():
         docker.build_image(**args, use_buildx=True)
     else:
         docker.build_image_engine_buildkit(**args)
+    report(f"rehearsal: built {tag} in {time.monotonic() - start:.0f} s")
     return tag
-
-
-def make_base_image() -> None:
-    """Pull the base from a registry (BUNDLE_REHEARSAL_BASE), or make the Debian root it is built on
-    (debootstrap, about a minute): no registry needed."""
-    import subprocess
-
-    if BASE_IMAGE != DEBOOTSTRAP_BASE:
-        docker.pull_image(BASE_IMAGE)
-        return
-
-    script = docker_dir() / "debian-root.sh"
-    print(f"rehearsal: making the base image {BASE_IMAGE} with {script.name} (debootstrap) ...", flush=True)
-    result = subprocess.run([str(script), BASE_IMAGE], capture_output=True, text=True)
-    if result.returncode != 0:
-        detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise BundleError(f"the rehearsal's base image {BASE_IMAGE} could not be made: {' / '.join(detail)}",
-                          exit_code=EXIT_ENVIRONMENT,
-                          hint="`sudo docker/host-packages.sh` installs debootstrap, then run `sudo docker/debian-root.sh` "
-                               "once; or set BUNDLE_REHEARSAL_BASE to an image with python3, venv and curl "
-                               "where a registry is reachable")
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["image"]:
-        print(ensure_image(rebuild="--rebuild" in argv))
+        print(ensure_image(rebuild="--rebuild" in argv, report=lambda s: print(s, file=sys.stderr)))
         return 0
     if argv[:1] == ["tag"]:
         print(image_tag())

@@ -21,7 +21,7 @@ from bundle.config.model import Deployment, Role, RouterSection
 from bundle.config.source import SAFE_LOADER
 from bundle.errors import ConfigError
 from bundle.render.interpolate import split_command
-from bundle.topology import ROUTER_MODULE, SERVER_MODULE, Topology
+from bundle.topology import REHEARSAL_ENGINE, ROUTER_MODULE, SERVER_MODULE, Topology, rehearsal_mode
 
 ENV_FILE_NAME = "bundle.env"
 NO_FILE = "/dev/null"  # compose files read /dev/null as "no secret" / "no extra environment"
@@ -75,7 +75,7 @@ class Rendered:
         return f"docker compose -p {self.project} --env-file {self.env_file} {files}{profiles}"
 
 
-def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal: bool = False,
+def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal: bool | str = False,
            extra_env: dict[str, str] | None = None,
            collectives: levers.Collectives | None = None) -> Rendered:
     """Every variable topology's compose file reads, from the config; `extra_env` (the rehearsal's
@@ -121,6 +121,11 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
     if profiles:
         env["COMPOSE_PROFILES"] = ",".join(profiles)  # so plain `docker compose --env-file` agrees
     env.update(extra_env or {})
+    if rehearsal_mode(rehearsal) == REHEARSAL_ENGINE:
+        # The CPU engine: each server's own command line plus the CPU overrides (docs/rehearsal.md).
+        from bundle.render.rehearsal_engine import server_arg_overrides
+
+        env.update(server_arg_overrides(topology, env))
     files = tuple(topology.compose_files(rehearsal=rehearsal))
     services = up_services(files, profiles)
     return Rendered(topology=topology, project=project, env=env, compose_files=files,

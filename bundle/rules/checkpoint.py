@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+# config.json key of the CPU engine rehearsal's model (bundle/images/rehearsal_model.py): never served on a GPU host.
+REHEARSAL_ONLY_KEY = "sglang_bundle_rehearsal_only"
 EXPECTED_MODEL = "DeepSeek-V4-Flash (config.json: model_type deepseek_v4, architectures DeepseekV4ForCausalLM)"
 V41_MODEL_TYPES = {"deepseek_v41", "deepseek_v41_text"}
 V41_ARCHITECTURE_MARK = "DeepseekV41"  # SGLang's own test (entrypoints/openai/chat_encoding.py)
@@ -56,6 +58,10 @@ def unsupported_checkpoint(config_file: Path) -> str | None:
         return None
     if not isinstance(config, dict):
         return None
+    if config.get(REHEARSAL_ONLY_KEY):
+        return (f"{config_file} is the CPU engine rehearsal's tiny trained model ({REHEARSAL_ONLY_KEY}: true), "
+                f"made for `bundle launch --rehearsal engine` only; this bundle serves {EXPECTED_MODEL}: "
+                "point model.path at a DeepSeek-V4-Flash checkpoint")
     evidence = v41_evidence(config)
     if not evidence:
         return None

@@ -568,3 +568,17 @@ def _run_build(lines, *, tags: list[str], dockerfile: Path, on_line, progress) -
                           hint="fix the step shown above; the layers below it are kept and reused") from None
     meter.finish()
     return client().image.inspect(tags[0]).id
+
+
+def container_processes(name: str) -> list[str]:
+    """The process names running in a container (`docker top NAME -eo comm`): names only, never
+    arguments (a server's command line carries its API key)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["docker", "top", name, "-eo", "comm"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if out.returncode != 0:
+        return []
+    return [line.strip() for line in out.stdout.splitlines()[1:] if line.strip()]

@@ -29,6 +29,8 @@ from bundle.stack.workers import ComposeWorkers, HttpWorkers, Workers
 from bundle.rules.cmdline import option_value
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
+# A check that does not apply to what runs (the CPU engine rehearsal's small Llama): said, never passed.
+NOT_APPLICABLE = "N/A"
 
 # Environment variables the servers' behaviour depends on and SGLang does not report.
 ENV_NAMES = ["SGLANG_SM120_FLASHMLA_BACKEND", "BUNDLE_SPARSE_MLA_OVERLAY", "NCCL_P2P_DISABLE",
@@ -55,7 +57,12 @@ RECORDED = {
     "disable_custom_all_reduce": "disable_custom_all_reduce",
     "speculative_num_steps": "speculative_num_steps", "speculative_eagle_topk": "speculative_eagle_topk",
     "speculative_num_draft_tokens": "speculative_num_draft_tokens", "page_size": "page_size",
+    "device": "device",
 }
+# The checks of DeepSeek-V4 on sm_120 GPUs: on a CPU server (the engine rehearsal: a small Llama on
+# SGLang's CPU device) they do not apply, and attestation says so instead of passing them.
+GPU_MODEL_CHECKS = ("CUDA graphs", "KV-cache dtype", "MoE runner", "sm_120 sparse-MLA backend",
+                    "speculative decoding", "PCIe-safe collectives")
 INFO_PATHS = ("/server_info", "/get_server_info")  # the second is 0.5.23's deprecated alias
 
 
@@ -237,6 +244,8 @@ def evaluate(record: WorkerRecord, exp: Expected) -> list[Finding]:
     f = record.fields
     if record.simulated:
         add(OK, "worker", "worker simulator (rehearsal): values echo its command line, no kernel ran")
+    if f.get("device") == "cpu":
+        return _cpu_engine(record, exp, add)
 
     if exp.sglang_version and f.get("sglang_version") and f["sglang_version"] != exp.sglang_version:
         add(FAIL, "SGLang version", f"runs {f['sglang_version']}, the lock pins {exp.sglang_version}")
@@ -306,6 +315,34 @@ def evaluate(record: WorkerRecord, exp: Expected) -> list[Finding]:
 
     _speculative(f, exp, add)
     _collectives(record, exp, add)
+    return out
+
+
+def _cpu_engine(record: WorkerRecord, exp: Expected, add) -> list[Finding]:
+    """SGLang on CPU (the engine rehearsal): what the real server resolved for what applies (version,
+    TP size, PD role and transfer backend, the attention backend it chose), N/A for DeepSeek-V4's GPU checks."""
+    f, out = record.fields, []
+
+    def keep(level, what, detail):
+        out.append(Finding(level, record.role, what, detail))
+
+    if exp.sglang_version and f.get("sglang_version") != exp.sglang_version:
+        keep(FAIL, "SGLang version", f"runs {f.get('sglang_version')}, the lock pins {exp.sglang_version}")
+    else:
+        keep(OK, "SGLang version", f"{f.get('sglang_version')} (the real server, on CPU)")
+    if f.get("tp_size") != exp.tp_size:
+        keep(FAIL, "TP size", f"runs tp_size {f.get('tp_size')}, the launch rendered {exp.tp_size}")
+    else:
+        keep(OK, "TP size", f"{exp.tp_size} (CPU engine rehearsal)")
+    keep(OK, "attention backend", f"{f.get('attention_backend')} (SGLang's CPU path)")
+    if exp.transfer_backend is not None:
+        mode, backend = f.get("disaggregation_mode"), f.get("transfer_backend")
+        good = mode == exp.disaggregation_mode and backend == exp.transfer_backend
+        keep(OK if good else FAIL, "PD role", f"{mode} over {backend}"
+             + ("" if good else f"; expected {exp.disaggregation_mode} over {exp.transfer_backend}"))
+    for what in GPU_MODEL_CHECKS:
+        keep(NOT_APPLICABLE, what, "does not apply: the CPU engine rehearsal serves a small Llama on SGLang's "
+                                   "CPU device, not DeepSeek-V4 on sm_120")
     return out
 
 
@@ -394,7 +431,13 @@ def attest(dep, rendered, *, stack=None) -> Attestation:
     else:
         front = front_door(dep, topology)  # the lone server is the front door (and holds the key)
         info_from = HttpWorkers({name: front.url for name in servers}, front.headers)
-    result = judge(topology.name, info_from, env_from, expectations(dep, topology, rendered.collectives))
+    expected = expectations(dep, topology, rendered.collectives)
+    for role in dep.roles(topology):
+        # The TP size the launch rendered (the engine rehearsal lowers it), not only the config's.
+        rendered_tp = rendered.env.get(f"{role.service.env_prefix}_TP_SIZE", "")
+        if role.name in expected and rendered_tp.isdigit():
+            expected[role.name].tp_size = int(rendered_tp)
+    result = judge(topology.name, info_from, env_from, expected)
     from bundle.images.audit_record import latest_predicted
 
     found = latest_predicted(rendered.env.get("BUNDLE_LOCK_HASH", ""), dep.source.name)
@@ -440,7 +483,7 @@ def judge(topology: str, info_from: Workers, env_from: Workers | None,
 def print_findings(result: Attestation, console) -> None:
     from rich.table import Table
 
-    colour = {OK: "green", WARN: "yellow", FAIL: "red"}
+    colour = {OK: "green", WARN: "yellow", FAIL: "red", NOT_APPLICABLE: "dim"}
     table = Table(title=f"attestation ({result.topology}): what the servers run", title_justify="left")
     for column in ("server", "what", "", "detail"):
         table.add_column(column, overflow="fold")

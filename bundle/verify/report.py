@@ -141,10 +141,20 @@ def _level(record: dict | None, concurrency: int) -> dict | None:
     return None
 
 
+ENGINE_REHEARSAL = "CPU engine rehearsal"
+
+
+def rehearsal_kind(record: dict) -> str | None:
+    """None (a GPU run), "engine" or "sim" (True: a record of an older driver, the simulator)."""
+    value = record.get("rehearsal")
+    return None if not value else ("sim" if value is True else str(value))
+
+
 def bench_table(record: dict) -> Table:
     """This run's levels: every metric, requests completed/failed, and how each level ended."""
-    simulated = " (REHEARSAL: simulated workers; the numbers are the simulator's settings)" \
-        if record.get("rehearsal") else ""
+    simulated = {"engine": f" ({ENGINE_REHEARSAL}: real SGLang on CPU, a 1 M-parameter model; not a GPU measurement)",
+                 "sim": " (REHEARSAL: simulated workers; the numbers are the simulator's settings)",
+                 }.get(rehearsal_kind(record), "")
     table = Table(title=f"bench {record['topology']} ({record.get('label') or 'no label'}): "
                         f"{record['config']['input_len']} in / {record['config']['output_len']} out{simulated}",
                   title_justify="left")
@@ -173,7 +183,9 @@ def comparison_table(record: dict, baseline: dict | None, previous: dict | None,
     note = "" if method == BASELINE_METHOD else (
         f" (the baseline was measured at {BASELINE_METHOD['input_len']} in / {BASELINE_METHOD['output_len']}"
         f" out; this run used {method['input_len']} / {method['output_len']}: not like for like)")
-    if record.get("rehearsal"):
+    if rehearsal_kind(record) == "engine":
+        note += f" (a {ENGINE_REHEARSAL}: not comparable with a GPU baseline)"
+    elif rehearsal_kind(record):
         note += " (a rehearsal against simulated workers: not comparable with a GPU baseline)"
     table = Table(title="compared with" + note, title_justify="left")
     for column in ("against", "C", "metric", "then", "now", "change"):
@@ -242,7 +254,8 @@ def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-    simulated = "REHEARSAL (simulated workers, not a GPU measurement): " if record.get("rehearsal") else ""
+    simulated = {"engine": f"{ENGINE_REHEARSAL} (real SGLang on CPU, not a GPU measurement): ",
+                 "sim": "REHEARSAL (simulated workers, not a GPU measurement): "}.get(rehearsal_kind(record), "")
     fig.suptitle(f"{simulated}bench {record['topology']}: {record['config']['input_len']} in / "
                  f"{record['config']['output_len']} out, {record.get('started', '')}", fontsize=9)
     fig.tight_layout()
@@ -257,7 +270,8 @@ def soak_table(record: dict) -> Table:
     """A soak: requests and errors, and each latency's first window against its last."""
     s = record["soak"]
     verdict = "[green]PASS[/]" if record["ok"] else "[red]FAIL[/]"
-    simulated = " (REHEARSAL: simulated workers)" if record.get("rehearsal") else ""
+    simulated = {"engine": f" ({ENGINE_REHEARSAL})", "sim": " (REHEARSAL: simulated workers)"}.get(
+        rehearsal_kind(record), "")
     title = (f"soak {record['topology']} at C={record['config']['concurrency'][0]} for {s['seconds']:.0f} s "
              f"({len(record['rounds'])} rounds, {s.get('traffic_s', 0):.0f} s of traffic): {s['completed']} "
              f"completed, {s['failed']} failed: {verdict}{simulated}")

@@ -31,6 +31,9 @@ from bundle.stack.workers import Workers, parse_prometheus
 # In PD mode the router sends every request to both workers, so both count it.
 REQUESTS_METRIC = "sglang:num_requests_total"
 GENERATED_METRIC = "sglang:generation_tokens_total"
+# Decode's own record of each KV transfer it received (observability/metrics_collector.py, a histogram:
+# one observation per transfer). The worker simulator has none; the real server, on GPU or CPU, has.
+KV_TRANSFERS_METRIC = "sglang:kv_transfer_latency_ms_count"
 # SGLang's scheduler log lines (scheduler_components/metrics_reporter.py), the fallback proof.
 LOG_MARKS = {"prefill": "Prefill batch", "decode": "Decode batch"}
 DETAIL_CHARS = 300  # error bodies are cut: enough to see why, not a page of HTML
@@ -281,7 +284,8 @@ class SmokeRunner:
             if reply.status == 200:
                 totals = parse_prometheus(reply.text)
                 out[role] = {"source": "metrics", "requests": totals.get(REQUESTS_METRIC, 0.0),
-                             "generated": totals.get(GENERATED_METRIC, 0.0)}
+                             "generated": totals.get(GENERATED_METRIC, 0.0),
+                             "kv_transfers": totals.get(KV_TRANSFERS_METRIC)}
                 continue
             mark = LOG_MARKS.get(role)
             out[role] = {"source": "log", "status": reply.status, "why": f"/metrics: HTTP {reply.status}",
@@ -335,6 +339,11 @@ class SmokeRunner:
                     generated = a["generated"] - b["generated"]
                     role_ok = role_ok and generated > 0
                     text += f", generated {generated:g} tokens"
+                    if a.get("kv_transfers") is not None:
+                        # The KV path itself: decode counted a transfer for every request it served.
+                        moved = a["kv_transfers"] - (b.get("kv_transfers") or 0.0)
+                        role_ok = role_ok and moved >= served
+                        text += f", received {moved:g} KV transfers ({KV_TRANSFERS_METRIC})"
             else:
                 seen = a.get("lines", 0) - b.get("lines", 0)
                 role_ok = seen > 0

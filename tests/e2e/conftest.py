@@ -93,7 +93,7 @@ def _shared_stacks(tmp_path_factory, _shared_runs, rehearsal_image):
                               f"model:\n  served_name: {SERVED}\nnetwork:\n  front_port: {port}\n")
             shared = SharedRehearsal(topology, config, load_config(config), SHARED_KEY, port)
             made[topology] = shared
-            assert main(["launch", topology, "--rehearsal", "-c", str(config)]) == 0, f"shared {topology} launch"
+            assert main(["launch", topology, "--rehearsal", "sim", "-c", str(config)]) == 0, f"shared {topology} launch"
             # Kept here: at the session's end no test's BUNDLE_RUNS_DIR points at the record any more.
             shared.launched = runstate.load(shared.project)
         return made[topology]

@@ -71,7 +71,7 @@ def test_high_concurrency_sends_every_prompt_and_a_too_small_dataset_is_refused(
 
 def test_down_during_bench_leaves_every_request_accounted_for(tmp_path, runs_dir, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
-    assert main(["launch", "tp4", "--rehearsal", "-c", str(config), "--sim", "SIM_TPOT_MS=40"]) == 0
+    assert main(["launch", "tp4", "--rehearsal", "sim", "-c", str(config), "--sim", "SIM_TPOT_MS=40"]) == 0
     outcome = {}
 
     def bench():

@@ -41,7 +41,7 @@ def test_dp_serves_from_both_replicas_survives_a_sigkill_and_goes_down_cleanly(t
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
     assert main(["validate", "dp", "-c", str(config)]) == 0
     assert main(["render", "dp", "-c", str(config)]) == 0
-    assert main(["launch", "dp", "--rehearsal", "-c", str(config)]) == 0
+    assert main(["launch", "dp", "--rehearsal", "sim", "-c", str(config)]) == 0
     capsys.readouterr()
     assert main(["smoke", "dp", "-c", str(config), "--json"]) == 0
     out = capsys.readouterr().out

@@ -45,7 +45,7 @@ def _decode(status: dict) -> dict:
 def test_decode_killed_mid_benchmark_is_reported_restarted_and_accounted_for(tmp_path, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
                                     f"bench:\n  level_timeout: 6m\n")
-    assert main(["launch", "pd", "--rehearsal", "-c", str(config), "--sim", "SIM_TPOT_MS=40"]) == 0
+    assert main(["launch", "pd", "--rehearsal", "sim", "-c", str(config), "--sim", "SIM_TPOT_MS=40"]) == 0
     stack = runstate.load(f"{project}-pd").stack()
 
     outcome: dict = {}

@@ -50,7 +50,7 @@ def _health(container: str) -> str:
 def test_prefill_stopped_while_the_router_stays_up_comes_back_with_launch(tmp_path, project, capsys):
     port = free_port()
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {port}\n")
-    assert main(["launch", "pd", "--rehearsal", "-c", str(config)]) == 0
+    assert main(["launch", "pd", "--rehearsal", "sim", "-c", str(config)]) == 0
     pd_project = f"{project}-pd"
     router = _container(pd_project, "router")
 
@@ -61,7 +61,7 @@ def test_prefill_stopped_while_the_router_stays_up_comes_back_with_launch(tmp_pa
         time.sleep(1)
 
     capsys.readouterr()
-    assert main(["launch", "pd", "--rehearsal", "-c", str(config)]) == 0
+    assert main(["launch", "pd", "--rehearsal", "sim", "-c", str(config)]) == 0
     out = capsys.readouterr().out
     assert "reconciling pd" in out and "router: unhealthy while a worker it needs comes back" in out
     assert "ready in" in out
@@ -76,7 +76,7 @@ def test_prefill_stopped_while_the_router_stays_up_comes_back_with_launch(tmp_pa
 @pytest.mark.timeout(600)
 def test_down_during_a_two_level_bench_leaves_nothing_of_the_project(tmp_path, runs_dir, project):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
-    assert main(["launch", "tp4", "--rehearsal", "-c", str(config), "--sim", "SIM_TPOT_MS=40"]) == 0
+    assert main(["launch", "tp4", "--rehearsal", "sim", "-c", str(config), "--sim", "SIM_TPOT_MS=40"]) == 0
     tp4_project = f"{project}-tp4"
     outcome = {}
 

@@ -48,7 +48,7 @@ def test_guards_on_a_running_rehearsal(tmp_path, runs_dir, capsys):
     dep = load_config(cfg)
     name = dep.project_name("tp4")
     try:
-        assert main(["launch", "tp4", "--rehearsal", "-c", str(cfg), "--sim", "SIM_REPEAT_TOKEN=1"]) == 0
+        assert main(["launch", "tp4", "--rehearsal", "sim", "-c", str(cfg), "--sim", "SIM_REPEAT_TOKEN=1"]) == 0
         out = capsys.readouterr().out
         assert "collectives: PCIe-safe" in out and "a rehearsal runs simulated workers" in out
         record = runstate.load(name)
@@ -97,7 +97,7 @@ def test_guards_on_a_running_rehearsal(tmp_path, runs_dir, capsys):
     # The same prompts through pd (router, prefill, decode) give tp4's greedy answers, checked by smoke.
     pd_name = dep.project_name("pd")
     try:
-        assert main(["launch", "pd", "--rehearsal", "-c", str(cfg)]) == 0
+        assert main(["launch", "pd", "--rehearsal", "sim", "-c", str(cfg)]) == 0
         assert main(["smoke", "pd", "-c", str(cfg)]) == 0
         smoke = _latest(pd_name, "*-smoke/smoke.json")
         same = next(s for s in smoke["steps"] if s["name"] == "same answers as tp4")

@@ -57,7 +57,7 @@ def test_launch_is_ready_recorded_untouched_by_bad_config_and_down_keeps_volumes
     # says "starting" right after launch said ready.
     monkeypatch.setitem(rehearsal.FAST_HEALTH, "ROUTER_HEALTHCHECK_INTERVAL", "12s")
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
-    assert main(["launch", topology, "--rehearsal", "-c", str(config)]) == 0
+    assert main(["launch", topology, "--rehearsal", "sim", "-c", str(config)]) == 0
     out = capsys.readouterr().out
     if topology == "pd":
         assert "waiting on the healthcheck of router" in out
@@ -80,7 +80,7 @@ def test_launch_is_ready_recorded_untouched_by_bad_config_and_down_keeps_volumes
     # A malformed config for the same project: refused before anything, the running stack untouched.
     before = _container_ids(compose_project)
     bad = write_config(tmp_path, f"project: {project}\nlevers:\n  cuda_graph: false\n", name="bad.yaml")
-    assert main(["launch", topology, "--rehearsal", "-c", str(bad)]) == EXIT_CONFIG
+    assert main(["launch", topology, "--rehearsal", "sim", "-c", str(bad)]) == EXIT_CONFIG
     assert "did you mean 'cuda_graphs'" in capsys.readouterr().err
     assert _container_ids(compose_project) == before
 
@@ -94,7 +94,7 @@ def test_launch_is_ready_recorded_untouched_by_bad_config_and_down_keeps_volumes
 
 def test_a_launch_that_times_out_keeps_logs_and_stops_what_it_started(tmp_path, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
-    code = main(["launch", "tp4", "--rehearsal", "-c", str(config), "--timeout", "25s",
+    code = main(["launch", "tp4", "--rehearsal", "sim", "-c", str(config), "--timeout", "25s",
                  "--sim", "SIM_LOAD_SECONDS=600"])
     assert code == EXIT_TIMEOUT
     err = capsys.readouterr().err
@@ -109,7 +109,7 @@ def test_a_launch_that_times_out_keeps_logs_and_stops_what_it_started(tmp_path, 
 def test_a_worker_that_crashes_at_start_fails_the_launch_with_its_reason(tmp_path, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
                                     f"lifecycle:\n  restart: 'no'\n")
-    code = main(["launch", "tp4", "--rehearsal", "-c", str(config), "--timeout", "5m",
+    code = main(["launch", "tp4", "--rehearsal", "sim", "-c", str(config), "--timeout", "5m",
                  "--sim", "SIM_CRASH_AFTER_REQUESTS=1"])
     assert code != 0
     err = capsys.readouterr().err

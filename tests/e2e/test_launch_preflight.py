@@ -27,7 +27,7 @@ def test_a_port_already_in_use_is_named_before_anything_starts(tmp_path, capsys)
     port = sock.getsockname()[1]
     try:
         path = write_config(tmp_path, f"project: preflight-port\nnetwork:\n  front_port: {port}\n")
-        assert main(["launch", "tp4", "--rehearsal", "-c", str(path)]) == EXIT_ENVIRONMENT
+        assert main(["launch", "tp4", "--rehearsal", "sim", "-c", str(path)]) == EXIT_ENVIRONMENT
     finally:
         sock.close()
     err = capsys.readouterr().err
@@ -43,7 +43,7 @@ def test_a_port_already_in_use_is_named_before_anything_starts(tmp_path, capsys)
 ])
 def test_a_malformed_config_starts_nothing(tmp_path, capsys, text):
     path = write_config(tmp_path, text)
-    assert main(["launch", "pd", "--rehearsal", "-c", str(path)]) == EXIT_CONFIG
+    assert main(["launch", "pd", "--rehearsal", "sim", "-c", str(path)]) == EXIT_CONFIG
     assert "nothing was started" in capsys.readouterr().err
     assert docker.project_containers("preflight-bad-pd") == []
     assert not (tmp_path / "runs" / "preflight-bad-pd").exists()

@@ -58,7 +58,7 @@ def test_stopped_services_come_back_with_launch_and_a_frozen_decode_fails_fast(t
     port = free_port()
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {port}\n"
                                     f"pd:\n  router:\n    request_timeout_secs: {REQUEST_TIMEOUT}\n")
-    assert main(["launch", "pd", "--rehearsal", "-c", str(config)]) == 0
+    assert main(["launch", "pd", "--rehearsal", "sim", "-c", str(config)]) == 0
     front = f"http://127.0.0.1:{port}"
     pd_project = f"{project}-pd"
 
@@ -71,7 +71,7 @@ def test_stopped_services_come_back_with_launch_and_a_frozen_decode_fails_fast(t
     assert states["prefill"] == "exited" and states["router"] == "exited"
     decode_before = _container(pd_project, "decode")
     capsys.readouterr()
-    assert main(["launch", "pd", "--rehearsal", "-c", str(config)]) == 0
+    assert main(["launch", "pd", "--rehearsal", "sim", "-c", str(config)]) == 0
     out = capsys.readouterr().out
     assert "reconciling pd" in out and "ready in" in out
     assert _container(pd_project, "decode") == decode_before  # the healthy one was left alone
@@ -103,7 +103,7 @@ def test_stopped_services_come_back_with_launch_and_a_frozen_decode_fails_fast(t
 def test_a_crash_loop_names_the_crashing_service_its_exit_code_and_fatal_line(tmp_path, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
     # Prefill crashes on every first generation (the readiness check's), restarts, crashes again.
-    code = main(["launch", "pd", "--rehearsal", "-c", str(config), "--timeout", "4m",
+    code = main(["launch", "pd", "--rehearsal", "sim", "-c", str(config), "--timeout", "4m",
                  "--sim", "SIM_PREFILL_CRASH_AFTER_REQUESTS=1"])
     assert code != 0
     err = capsys.readouterr().err

@@ -27,7 +27,7 @@ def test_a_signal_during_launch_cleans_up_and_leaves_nothing_running(tmp_path, r
     config = write_config(tmp_path, f"project: {name}\nnetwork:\n  front_port: {free_port()}\n")
     try:
         # Slow "weights" keep the launch waiting; the signal goes to the driver's process only.
-        proc = subprocess.Popen([sys.executable, "-m", "bundle", "launch", "pd", "--rehearsal", "-c", str(config),
+        proc = subprocess.Popen([sys.executable, "-m", "bundle", "launch", "pd", "--rehearsal", "sim", "-c", str(config),
                                  "--sim", "SIM_LOAD_SECONDS=300"], env=dict(os.environ), text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 600  # the first launch may build the rehearsal image

@@ -63,7 +63,7 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
                                     "  input_len: 16\n  output_len: 12\n  range_ratio: 1.0\n")
     space = write_config(tmp_path, SPACE, name="space.yaml")
     # 90 s: the hung candidate's bound; the broken one's crash loop is reported within about 60 s.
-    command = ["tune", "tp4", "-c", str(config), "--space", str(space), "--rehearsal", "--launch-timeout", "90s",
+    command = ["tune", "tp4", "-c", str(config), "--space", str(space), "--rehearsal", "sim", "--launch-timeout", "90s",
                *SIM]
 
     # 1. A real process, interrupted as soon as the first candidate is recorded.
@@ -116,7 +116,7 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
 
     # 3. The tuned config, launched and benchmarked: the table shows the gain over the defaults' run.
     capsys.readouterr()
-    assert main(["launch", "tp4", "--rehearsal", "-c", str(tuned), *SIM]) == 0
+    assert main(["launch", "tp4", "--rehearsal", "sim", "-c", str(tuned), *SIM]) == 0
     try:
         assert main(["bench", "-c", str(tuned), "--against", defaults["bench_run_id"]]) == 0
         out = capsys.readouterr().out

@@ -1,0 +1,68 @@
+"""The CPU engine rehearsal's model: a tiny Llama trained here, inside the rehearsal image, offline and
+deterministically (docker/engine/train_model.py), so its greedy answers pass every smoke check on the
+real SGLang server. Cached on the host under .cache/rehearsal-model/<hash of its inputs>: the trainer,
+the simulator's tokenizer folder it starts from, and the image (its torch and transformers).
+
+Its config.json carries REHEARSAL_ONLY_KEY; launch and doctor refuse such a folder outside a rehearsal,
+so it never reaches a GPU host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from bundle.errors import EXIT_FAILED, BundleError
+from bundle.paths import docker_dir, project_root
+from bundle.render.rehearsal import simulated_model_dir
+from bundle.rules.checkpoint import REHEARSAL_ONLY_KEY  # noqa: F401  (the trainer writes it)
+
+TRAINER_IN_IMAGE = "/opt/bundle/engine/train_model.py"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "bench-sharegpt.json")
+
+
+def model_key(image: str) -> str:
+    digest = hashlib.sha256()
+    trainer = docker_dir() / "engine" / "train_model.py"
+    digest.update(trainer.read_bytes() + b"\0" + image.encode() + b"\0")
+    for name in TOKENIZER_FILES:
+        digest.update(name.encode() + b"\0" + (simulated_model_dir() / name).read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def model_dir(image: str) -> Path:
+    return project_root() / ".cache" / "rehearsal-model" / model_key(image)
+
+
+def ensure_model(image: str, *, report=print) -> Path:
+    """The trained model folder for `image`, trained now (a minute or a few on a busy box) if missing."""
+    out = model_dir(image)
+    if (out / "model.safetensors").exists():
+        return out
+    work = out.with_name(out.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    report(f"rehearsal: training the CPU engine's model in {image} (one thread, fixed seeds) ...")
+    start = time.monotonic()
+    # A name of its own, so an interrupted training is found and removed (`docker rm -f`) by name.
+    command = ["docker", "run", "--rm", "--name", f"rehearsal-model-train-{out.name}-{os.getpid()}",
+               "--network", "none", "--entrypoint", "python",
+               "-v", f"{simulated_model_dir()}:/tokenizer:ro", "-v", f"{work}:/out",
+               image, TRAINER_IN_IMAGE, "/tokenizer", "/out"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        tail = []
+        for line in proc.stdout:
+            line = line.rstrip()
+            tail = (tail + [line])[-20:]
+            if line.startswith("train:"):
+                report(f"  {line[len('train: '):]} ({time.monotonic() - start:.0f} s)")
+    if proc.returncode != 0:
+        raise BundleError("training the rehearsal model failed:\n  " + "\n  ".join(tail), exit_code=EXIT_FAILED,
+                          hint=f"see {docker_dir() / 'engine' / 'train_model.py'}; the partial folder is {work}")
+    work.rename(out)
+    report(f"rehearsal: model ready in {time.monotonic() - start:.0f} s: {out}")
+    return out
