@@ -106,7 +106,7 @@ def _hashed_view(data: dict) -> dict:
     it holds, and the digest is recorded after publishing, which must not change the hash it was
     built from; the checkpoint is not in the image either (the lock file pins both; the hash names
     what the image holds)."""
-    return {k: v for k, v in data.items() if k not in ("image", "model")}
+    return {k: v for k, v in data.items() if k not in ("image", "model", "model_0731")}
 
 
 def compute_hash(data: dict, requirement_locks: tuple[Path, ...] | list[Path]) -> str:
