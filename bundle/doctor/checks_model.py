@@ -67,5 +67,5 @@ def model_files(ctx: HostContext) -> CheckResult:
                         **details)
         details["manifest"] = (f"matches {pin.repo}@{pin.revision[:12]} (sizes; `bundle model check --sha256` "
                                f"hashes the shards)")
-    return ok(f"{held.describe() if held else model_type}: {len(shards)} shards, {size / 1024 ** 3:.1f} GiB, "
-              f"tokenizer present", **details)
+    return ok(f"{model_type}: {len(shards)} shards, {size / 1024 ** 3:.1f} GiB, tokenizer present"
+              + (f"; {held.describe()}" if held else ""), **details)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from bundle import topology as registry
 from bundle.config import levers
@@ -26,6 +27,7 @@ from bundle.errors import BundleError
 from bundle.topology import DECODE, PREFILL
 from bundle.stack import docker
 from bundle.stack.workers import ComposeWorkers, HttpWorkers, Workers
+from bundle.rules import checkpoint
 from bundle.rules.cmdline import option_value
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -55,7 +57,9 @@ RECORDED = {
     "disable_custom_all_reduce": "disable_custom_all_reduce",
     "speculative_num_steps": "speculative_num_steps", "speculative_eagle_topk": "speculative_eagle_topk",
     "speculative_num_draft_tokens": "speculative_num_draft_tokens", "page_size": "page_size",
+    "speculative_dspark_block_size": "speculative_dspark_block_size",
 }
+DSPARK = "DSPARK"
 INFO_PATHS = ("/server_info", "/get_server_info")  # the second is 0.5.23's deprecated alias
 
 
@@ -97,6 +101,9 @@ class Expected:
     collectives_why: str = ""  # how the PCIe-safe decision was made (levers.Collectives)
     disaggregation_mode: str = "null"
     transfer_backend: str | None = None
+    # dspark: the block size (gamma) SGLang should resolve: levers.dspark.block_size, else the draft's
+    # own (the checkpoint's config.json), else SGLang's default 7; None: the checkpoint was not readable
+    dspark_block_size: int | None = None
 
 
 @dataclass
@@ -123,9 +130,11 @@ class Attestation:
 
 
 # ---- what the config asks for ----------------------------------------------------------------
-def expectations(dep, topology, collectives: levers.Collectives | None = None) -> dict[str, Expected]:
+def expectations(dep, topology, collectives: levers.Collectives | None = None,
+                 model_folder: str | None = None) -> dict[str, Expected]:
     """Per server (by service name): what the config asks it to run (`topology`: a name or entry;
-    `collectives`: the PCIe-safe decision the launch rendered, else the unprobed one)."""
+    `collectives`: the PCIe-safe decision the launch rendered, else the unprobed one; `model_folder`:
+    the checkpoint the servers mount, for the DSpark block size its draft gives)."""
     entry = registry.get(topology) if isinstance(topology, str) else topology
     lv = dep.levers
     collectives = collectives or levers.unprobed_collectives(lv)
@@ -151,12 +160,24 @@ def expectations(dep, topology, collectives: levers.Collectives | None = None) -
             speculative="custom" if option_value(extra, "--speculative-algorithm") else lv.speculative,
             pcie_safe=collectives.pcie_safe, sglang_version=version,
             speculative_shape=_preset_shape(lv.speculative),
-            collectives_why=f"{collectives.source}: {collectives.reason}")
+            collectives_why=f"{collectives.source}: {collectives.reason}",
+            dspark_block_size=_dspark_block_size(lv, model_folder or dep.model_path))
         if role.service.role in (PREFILL, DECODE):
             exp.disaggregation_mode = role.service.role
             exp.transfer_backend = dep.pd.transfer_backend
         out[role.name] = exp
     return out
+
+
+def _dspark_block_size(lv, model_folder: str) -> int | None:
+    if lv.speculative != "dspark":
+        return None
+    if lv.dspark.block_size is not None:
+        return lv.dspark.block_size
+    held = checkpoint.identify(Path(model_folder).expanduser())
+    if held is None or not held.has_draft:
+        return None
+    return held.block_size or checkpoint.DSPARK_DEFAULT_BLOCK_SIZE
 
 
 def _preset_shape(preset: str) -> tuple[int, int, int] | None:
@@ -314,6 +335,9 @@ def _speculative(f: dict, exp: Expected, add) -> None:
     shape = tuple(f.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk",
                                      "speculative_num_draft_tokens"))
     shown = f"{spec} (steps {shape[0]}, top-k {shape[1]}, draft tokens {shape[2]})" if spec else "none"
+    if exp.speculative == "dspark":
+        _dspark(f, exp, add, spec, shape)
+        return
     if exp.speculative == "none":
         if spec:
             add(FAIL, "speculative decoding", f"the config asks for none; the server runs {shown}")
@@ -329,6 +353,27 @@ def _speculative(f: dict, exp: Expected, add) -> None:
                                           f"{exp.speculative_shape}); the server runs {shown}")
     else:
         add(OK, "speculative decoding", f"{exp.speculative}: {shown}")
+
+
+def _dspark(f: dict, exp: Expected, add, spec, shape: tuple) -> None:
+    """DSpark: the algorithm and the block size (gamma) the server resolved; SGLang reports the block
+    size as asked (None when left to it) and always the verify window, gamma + 1 draft tokens."""
+    if str(spec).upper() != DSPARK:
+        add(FAIL, "speculative decoding", f"the config asks for dspark; the server runs {spec or 'none'}")
+        return
+    draft_tokens = shape[2]
+    block = f.get("speculative_dspark_block_size")
+    if block is None and isinstance(draft_tokens, int):
+        block = draft_tokens - 1
+    shown = f"DSPARK, block size {block} (verify window {draft_tokens}, steps {shape[0]}, top-k {shape[1]})"
+    if block is None:
+        add(WARN, "speculative decoding", f"DSPARK, but the block size it resolved could not be read "
+                                          f"(speculative_num_draft_tokens {draft_tokens!r})")
+    elif exp.dspark_block_size is not None and block != exp.dspark_block_size:
+        add(FAIL, "speculative decoding", f"the config and checkpoint ask for DSpark block size "
+                                          f"{exp.dspark_block_size}; the server runs {shown}")
+    else:
+        add(OK, "speculative decoding", f"dspark: {shown}")
 
 
 def _collectives(record: WorkerRecord, exp: Expected, add) -> None:
@@ -394,7 +439,8 @@ def attest(dep, rendered, *, stack=None) -> Attestation:
     else:
         front = front_door(dep, topology)  # the lone server is the front door (and holds the key)
         info_from = HttpWorkers({name: front.url for name in servers}, front.headers)
-    result = judge(topology.name, info_from, env_from, expectations(dep, topology, rendered.collectives))
+    result = judge(topology.name, info_from, env_from,
+                   expectations(dep, topology, rendered.collectives, rendered.env.get("MODEL_HOST_PATH")))
     from bundle.images.audit_record import latest_predicted
 
     found = latest_predicted(rendered.env.get("BUNDLE_LOCK_HASH", ""), dep.source.name)
