@@ -1,5 +1,6 @@
-"""Where DSpark speculative decoding (levers.speculative: dspark, or --speculative-algorithm DSPARK in
-extra_args) cannot run, refused before anything starts, each with the key to change:
+"""Where DSpark speculative decoding (levers.speculative: dspark; extra_args may not set
+--speculative-algorithm, a lever flag) cannot run, refused before anything starts, each with the key
+to change:
 
 - a disaggregated topology (pd): DSpark with PD disaggregation is blocked (sglang #33083). In the
   pinned 0.5.23 the DSpark PD path is written for DeepSeek-V4.1's layouts ("DeepSeek-V4.1 DSpark PD
@@ -23,38 +24,22 @@ from bundle import topology as registry
 from bundle.config import levers
 from bundle.config.model import Deployment, Role
 from bundle.rules import argspec, checkpoint
-from bundle.rules.cmdline import option_value
 
-DSPARK = "DSPARK"
 DP_ATTENTION_FLAG = "--enable-dp-attention"
 PD_ISSUE = "sglang #33083"
 
 
-def asks_for_dspark(dep: Deployment, role: Role) -> bool:
-    """The server gets DSpark: from the lever, or from its own extra_args."""
-    algorithm = option_value(role.extra_args, "--speculative-algorithm")
-    return dep.levers.speculative == "dspark" or str(algorithm or "").upper() == DSPARK
-
-
-def _dspark_origin(dep: Deployment, role: Role) -> tuple:
-    """The key path that asked for DSpark (the lever, else the role's extra_args)."""
-    if dep.levers.speculative == "dspark":
-        return ("levers", "speculative")
-    return role.key_path + ("extra_args",)
-
-
 def check(dep: Deployment, rendered, roles: list[Role], error: Callable[[tuple, str], None]) -> None:
-    asking = [role for role in roles if asks_for_dspark(dep, role)]
-    if not asking:
+    if dep.levers.speculative != "dspark":
         return
-    origin = _dspark_origin(dep, asking[0])
+    origin = ("levers", "speculative")
     topology = rendered.topology
     if topology.disaggregated:
         error(origin, f"DSpark speculative decoding is blocked with PD disaggregation ({PD_ISSUE}; the pinned "
                       f"SGLang's DSpark PD path is DeepSeek-V4.1's); use levers.speculative: mtp in "
                       f"{topology.name} (prefill and decode get the same settings), or dspark in a topology "
                       f"without disaggregation ({', '.join(_undisaggregated())})")
-    _check_dp_attention(asking, error)
+    _check_dp_attention(roles, error)
     _check_checkpoint(dep, rendered, origin, error)
 
 
@@ -86,8 +71,6 @@ def _check_checkpoint(dep: Deployment, rendered, origin: tuple, error) -> None:
                       f"(`bundle model fetch --checkpoint 0731`), or use levers.speculative: mtp")
     # No config.json (the model may live only on the GPU host): the model check reports the folder;
     # a V4.1 checkpoint: the model check refuses it with its own words.
-    if dep.levers.speculative != "dspark":
-        return
     for key in ("sps_table", "confidence_sts"):
         rel = getattr(dep.levers.dspark, key)
         if not rel:

@@ -182,7 +182,7 @@ def _dspark_block_size(lv, model_folder: str) -> int | None:
 
 def _preset_shape(preset: str) -> tuple[int, int, int] | None:
     args = levers.SPECULATIVE_ARGS.get(preset) or []
-    if not args:
+    if "--speculative-num-steps" not in args:  # none, or dspark: SGLang resolves its shape (dspark_block_size)
         return None
     return tuple(int(option_value(args, flag)) for flag in (
         "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"))
