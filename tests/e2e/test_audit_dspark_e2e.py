@@ -20,6 +20,7 @@ pytestmark = pytest.mark.docker
 SHIPPED = REPO / "bundle" / "images" / "audit" / "deepseek_v4_flash" / "config.json"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_the_audit_predicts_dspark_with_the_drafts_block_size_from_sglangs_own_post_init(tmp_path):
     proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin"], cwd=REPO,
