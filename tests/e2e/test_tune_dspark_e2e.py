@@ -27,7 +27,7 @@ def project(runs_dir):
         yield name
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 def test_tune_ranks_dspark_for_tp4_and_skips_it_for_pd_with_the_reason(tmp_path, runs_dir, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
                                     "bench:\n  concurrency: [2]\n  prompts_per_concurrency: 2\n"
@@ -40,7 +40,7 @@ def test_tune_ranks_dspark_for_tp4_and_skips_it_for_pd_with_the_reason(tmp_path,
     assert "skip: rejected before launch" in line and "sglang #33083" in line and "levers.speculative: mtp" in line
 
     assert main(["tune", "tp4", "-c", str(config), "--space", str(space), "--rehearsal",
-                 "--launch-timeout", "120s", *SIM]) == 0
+                 "--launch-timeout", "300s", *SIM]) == 0
     assert docker.project_containers(f"{project}-tp4") == []
     sweep = json.loads(sorted((runs_dir / f"{project}-tp4").glob("*-tune/sweep.json"))[-1].read_text())
     ranked = [c["name"] for c in sweep["candidates"]]
