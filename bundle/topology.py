@@ -115,6 +115,11 @@ class Topology:
         return self.router is not None
 
     @property
+    def disaggregated(self) -> bool:
+        """Prefill and decode are separate servers, the KV cache moved between them (PD)."""
+        return any(s.role in (PREFILL, DECODE) for s in self.services)
+
+    @property
     def readiness_path(self) -> str:
         """The front door's readiness: the router's pairing, or the lone server's /health."""
         return ROUTER_READINESS_PATH if self.has_router else SERVER_HEALTH_PATH

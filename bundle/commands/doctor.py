@@ -46,10 +46,13 @@ def build_context(args: argparse.Namespace):
     lock_hash, pin = None, None
     try:
         from bundle.images.lock import load_lock
-        from bundle.images.model import model_pin
+        from pathlib import Path
+
+        from bundle.images.model import pin_for_folder
 
         lock = load_lock()
-        pin = model_pin(lock)
+        # The pin of the checkpoint the folder holds (DeepSeek-V4-Flash or -0731, from its config.json).
+        pin = pin_for_folder(lock, Path(args.model_path or dep.model_path).expanduser())
         if not image:
             image, lock_hash = lock.image_ref, lock.hash
     except BundleError:

@@ -199,12 +199,13 @@ def _check_model_against_lock(dep) -> None:
 
     from bundle.errors import EXIT_CONFIG
     from bundle.images.lock import load_lock
-    from bundle.images.model import check_folder, differences_text, model_pin
+    from bundle.images.model import check_folder, differences_text, pin_for_folder
 
-    pin = model_pin(load_lock())
+    folder = Path(dep.model_path).expanduser()
+    pin = pin_for_folder(load_lock(), folder)  # the original's or 0731's, as its config.json says
     if pin is None or not pin.pinned:
         return
-    differences = check_folder(Path(dep.model_path).expanduser(), pin)
+    differences = check_folder(folder, pin)
     if differences:
         raise BundleError(f"{dep.model_path} (model.path): {differences_text(differences, pin)}",
                           exit_code=EXIT_CONFIG,

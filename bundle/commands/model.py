@@ -1,10 +1,13 @@
 """`bundle model pin|fetch|check`: the checkpoint in the lock (docker/lock.toml [model]).
 
-- pin [--revision SHA]: read the repo's files at that revision (default: main) from the Hub and
-  write the revision and the manifest into the lock (then commit it).
-- fetch [--path DIR]: download exactly the pinned revision into model.path, then check it.
-- check [--path DIR] [--sha256]: compare the model folder with the manifest (sizes of the shards;
-  their sha256 too with --sha256), naming each file that differs.
+- pin [--checkpoint original|0731] [--revision SHA]: read the repo's files at that revision (default:
+  main) from the Hub and write the revision and the manifest into the lock (then commit it).
+- fetch [--checkpoint original|0731] [--path DIR]: download exactly the pinned revision into
+  model.path, then check it.
+- check [--path DIR] [--sha256]: say which checkpoint the folder holds (DeepSeek-V4-Flash or -0731,
+  with or without a DSpark draft, from its config.json and files), then compare it with that
+  checkpoint's manifest (sizes of the shards; their sha256 too with --sha256), naming each file that
+  differs.
 
 pin and fetch reach the Hugging Face Hub (HF_TOKEN for a gated repo) with huggingface_hub from the
 image; they have not run on the development machine, which cannot reach the Hub.
@@ -24,9 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("pin", help="write the repo's revision and file manifest into docker/lock.toml")
     p.add_argument("--revision", metavar="SHA", help="the commit to pin (default: the Hub's main)")
+    _checkpoint_argument(p)
     p.add_argument("--image", metavar="REF", help="image whose huggingface_hub is used (default: the lock's)")
     f = sub.add_parser("fetch", help="download exactly the pinned revision into the model folder")
     f.add_argument("--path", metavar="DIR", help="where (default: model.path of the config)")
+    _checkpoint_argument(f)
     f.add_argument("--image", metavar="REF", help="image whose huggingface_hub is used (default: the lock's)")
     add_config_argument(f)
     c = sub.add_parser("check", help="compare the model folder with the lock's manifest")
@@ -35,36 +40,55 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_argument(c)
 
 
+def _checkpoint_argument(parser: argparse.ArgumentParser) -> None:
+    from bundle.images.model import CHECKPOINT_TABLES, DEFAULT_CHECKPOINT
+
+    parser.add_argument("--checkpoint", choices=sorted(CHECKPOINT_TABLES), default=DEFAULT_CHECKPOINT,
+                        help="original: DeepSeek-V4-Flash ([model], the default); 0731: DeepSeek-V4-Flash-0731 "
+                             "with its DSpark draft ([model_0731])")
+
+
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._common import load
     from bundle.errors import EXIT_CONFIG, BundleError
     from bundle.images import model
     from bundle.images.lock import load_lock
 
+    from bundle.rules import checkpoint
+
     lock = load_lock()
-    pin = model.model_pin(lock)
+    folder = None if args.action == "pin" else Path(args.path or load(args).model_path).expanduser()
+    which = args.checkpoint if args.action != "check" else model.checkpoint_of(folder)
+    table = model.CHECKPOINT_TABLES[which]
+    pin = model.model_pin(lock, which)
     if pin is None:
-        raise BundleError(f"{lock.path}: no [model] table", exit_code=EXIT_CONFIG,
-                          hint='add [model] with repo = "deepseek-ai/DeepSeek-V4-Flash", revision = "" and '
-                               "[model.files], then `bundle model pin`")
+        raise BundleError(f"{lock.path}: no [{table}] table", exit_code=EXIT_CONFIG,
+                          hint=f'add [{table}] with repo = "deepseek-ai/{model.CHECKPOINT_NAMES[which]}", '
+                               f'revision = "" and [{table}.files], then `bundle model pin --checkpoint {which}`')
     image = getattr(args, "image", None) or lock.image_ref
     if args.action == "pin":
         revision, manifest = model.pin(image, pin, args.revision)
-        model.write_pin(lock, revision, manifest)
-        print(f"pinned {pin.repo}@{revision}: {len(manifest)} files written to {lock.path} [model.files]")
+        model.write_pin(lock, revision, manifest, which)
+        print(f"pinned {pin.repo}@{revision}: {len(manifest)} files written to {lock.path} [{table}.files]")
         return 0
-    folder = Path(args.path or load(args).model_path).expanduser()
+    if args.action == "check":
+        info = checkpoint.identify(folder)
+        print(f"{folder} holds " + (info.describe() if info else "no readable config.json"))
+        if info is not None and info.refused:
+            print(info.refused)
+            return 1
     if args.action == "fetch":
         differences = model.fetch(image, pin, folder)
     else:
         if not pin.pinned:
-            raise BundleError(f"{lock.path}: model.revision is not pinned for {pin.repo}: nothing to check against",
-                              exit_code=EXIT_CONFIG, hint="run `bundle model pin` on a host that reaches the Hub")
+            raise BundleError(f"{lock.path}: {table}.revision is not pinned for {pin.repo}: nothing to check against",
+                              exit_code=EXIT_CONFIG,
+                              hint=f"run `bundle model pin --checkpoint {which}` on a host that reaches the Hub")
         differences = model.check_folder(folder, pin, shards_sha256=args.sha256)
     for d in differences:
         print(f"{folder}/{d.path}: {d.what}")
     if differences:
-        print(f"{len(differences)} file(s) differ from {pin.repo}@{pin.revision[:12]} (docker/lock.toml [model.files])")
+        print(f"{len(differences)} file(s) differ from {pin.repo}@{pin.revision[:12]} (docker/lock.toml [{table}.files])")
         return 1
     print(f"{folder} matches {pin.repo}@{pin.revision[:12]} ({len(pin.files)} files)")
     return 0

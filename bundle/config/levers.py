@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bundle.config.model import Levers
+from bundle.config.model import DSpark, Levers
 
 # DeepSeek's MTP head drives speculative decoding through SGLang's EAGLE path (`NEXTN` is its alias:
 # speculative_hook._resolve_speculative_algorithm_alias). In 0.5.23 that is spec v2, the overlap
@@ -24,11 +24,23 @@ MTP_ARGS = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
 # verified per step: less draft and verify work per step, for higher concurrency.
 MTP_LIGHT_ARGS = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "1",
                   "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2"]
-SPECULATIVE_ARGS = {"none": [], "mtp": MTP_ARGS, "mtp-light": MTP_LIGHT_ARGS}
+# dspark: the DSpark draft shipped with DeepSeek-V4-Flash-0731. Only the algorithm is given; the rest
+# is SGLang's own choice (speculative_hook._handle_dspark): the draft path defaults to the checkpoint
+# (bundled draft) or its dspark/ subfolder, steps 1 and top-k 1 (the only values DSpark runs), the
+# block size gamma from the draft's config (else DEFAULT_DSPARK_GAMMA, 7), draft tokens gamma + 1.
+# levers.dspark adds the block size and calibration files (dspark_args). SGLang names no lighter
+# DSpark preset: a smaller levers.dspark.block_size is the lighter setting.
+DSPARK_ARGS = ["--speculative-algorithm", "DSPARK"]
+DSPARK_BLOCK_FLAG = "--speculative-dspark-block-size"
+DSPARK_SPS_FLAG = "--speculative-dspark-sps-table-path"
+DSPARK_STS_FLAG = "--speculative-dspark-confidence-sts-path"
+MODEL_MOUNT = "/model"  # where compose mounts model.path in every server (compose/*.yaml)
+SPECULATIVE_ARGS = {"none": [], "mtp": MTP_ARGS, "mtp-light": MTP_LIGHT_ARGS, "dspark": DSPARK_ARGS}
 EAGER_ARGS = ["--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill", "disabled"]
 PCIE_SAFE_ARGS = ["--disable-custom-all-reduce"]
 # Every flag a lever can set: extra_args may not set them a second time.
-LEVER_FLAGS = {a for a in MTP_ARGS + MTP_LIGHT_ARGS + EAGER_ARGS + PCIE_SAFE_ARGS if a.startswith("--")}
+LEVER_FLAGS = {a for a in MTP_ARGS + MTP_LIGHT_ARGS + DSPARK_ARGS + EAGER_ARGS + PCIE_SAFE_ARGS if a.startswith("--")} | {
+    DSPARK_BLOCK_FLAG, DSPARK_SPS_FLAG, DSPARK_STS_FLAG}
 
 
 @dataclass(frozen=True)
@@ -62,10 +74,24 @@ def server_args(levers: Levers, collectives: Collectives | None = None) -> list[
     """Flags every SGLang server of the deployment gets from the levers (beyond the compose file's)."""
     collectives = collectives or unprobed_collectives(levers)
     args: list[str] = list(SPECULATIVE_ARGS[levers.speculative])
+    if levers.speculative == "dspark":
+        args += dspark_args(levers.dspark)
     if not levers.cuda_graphs:
         args += EAGER_ARGS
     if collectives.pcie_safe:
         args += PCIE_SAFE_ARGS
+    return args
+
+
+def dspark_args(dspark: DSpark) -> list[str]:
+    """levers.dspark as flags: only the keys given (None is SGLang's own choice)."""
+    args = []
+    if dspark.block_size is not None:
+        args += [DSPARK_BLOCK_FLAG, str(dspark.block_size)]
+    if dspark.sps_table:
+        args += [DSPARK_SPS_FLAG, f"{MODEL_MOUNT}/{dspark.sps_table}"]
+    if dspark.confidence_sts:
+        args += [DSPARK_STS_FLAG, f"{MODEL_MOUNT}/{dspark.confidence_sts}"]
     return args
 
 

@@ -45,8 +45,18 @@ class Network:
 
 
 @dataclass(frozen=True)
+class DSpark:
+    """levers.dspark: DSpark's parameters; None leaves each to SGLang."""
+
+    block_size: int | None
+    sps_table: str | None  # relative to the model folder (mounted at /model)
+    confidence_sts: str | None
+
+
+@dataclass(frozen=True)
 class Levers:
-    speculative: str  # none | mtp | mtp-light
+    speculative: str  # none | mtp | mtp-light | dspark
+    dspark: DSpark
     kv_cache_dtype: str
     moe_runner: str
     sparse_mla: str
@@ -317,7 +327,7 @@ def build(source: Source, merged: dict) -> Deployment:
         image_ref=merged["image"]["ref"],
         network=Network(**merged["network"]),
         api_key_file=_resolved_key_file(source, merged.get("api_key_file")),
-        levers=Levers(**merged["levers"]),
+        levers=Levers(**{**merged["levers"], "dspark": DSpark(**merged["levers"]["dspark"])}),
         tp4=ServerSection.of(("tp4",), merged["tp4"]),
         pd=PdSection(transfer_backend=pd["transfer_backend"], bootstrap_port=pd["bootstrap_port"],
                      share_gpus=pd["share_gpus"], kv_transfer_timeout_secs=pd["kv_transfer_timeout_secs"],

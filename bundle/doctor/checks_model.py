@@ -8,7 +8,7 @@ from pathlib import Path
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, fail, ok, skip, warn
 from bundle.images.model import check_folder, differences_text
-from bundle.rules.checkpoint import unsupported_checkpoint
+from bundle.rules.checkpoint import identify, unsupported_checkpoint
 
 INDEX_NAME = "model.safetensors.index.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model")
@@ -45,8 +45,10 @@ def model_files(ctx: HostContext) -> CheckResult:
             return fail(f"no *.safetensors weights in {root}", _FIX_DOWNLOAD, path=str(root))
     missing = [s for s in shards if not (root / s).is_file()]
     size = sum((root / s).stat().st_size for s in shards if (root / s).is_file())
+    held = identify(root)
     details = {"path": str(root), "model_type": model_type, "shards": len(shards),
-               "missing_shards": missing[:20], "bytes": size}
+               "missing_shards": missing[:20], "bytes": size,
+               "checkpoint": held.name if held else None, "dspark_draft": held.draft if held else None}
     if missing:
         return fail(f"{len(missing)} of {len(shards)} weight shards missing (first: {missing[0]})",
                     "finish the download (huggingface-cli download resumes)", **details)
@@ -65,4 +67,5 @@ def model_files(ctx: HostContext) -> CheckResult:
                         **details)
         details["manifest"] = (f"matches {pin.repo}@{pin.revision[:12]} (sizes; `bundle model check --sha256` "
                                f"hashes the shards)")
-    return ok(f"{model_type}: {len(shards)} shards, {size / 1024 ** 3:.1f} GiB, tokenizer present", **details)
+    return ok(f"{model_type}: {len(shards)} shards, {size / 1024 ** 3:.1f} GiB, tokenizer present"
+              + (f"; {held.describe()}" if held else ""), **details)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
 from bundle.images.lock import Lock
+from bundle.rules import checkpoint
 
 # Small files hashed in full; everything else (the shards) by size, and by sha256 on request.
 SMALL = re.compile(r"(^|/)(config\.json|generation_config\.json|tokenizer[^/]*|special_tokens_map\.json|"
@@ -39,11 +40,31 @@ class ModelPin:
         return bool(self.revision) and bool(self.files)
 
 
-def model_pin(lock: Lock) -> ModelPin | None:
-    model = lock.data.get("model")
+# The checkpoints a lock can pin, each in its own table of docker/lock.toml with the same manifest
+# machinery: [model] is the default (the original DeepSeek-V4-Flash: no GPU-host benchmark of 0731
+# with DSpark has been run for this bundle yet), [model_0731] the release that ships a DSpark draft.
+CHECKPOINT_TABLES = {"original": "model", "0731": "model_0731"}
+DEFAULT_CHECKPOINT = "original"
+CHECKPOINT_NAMES = {"original": checkpoint.ORIGINAL, "0731": checkpoint.V0731}
+
+
+def model_pin(lock: Lock, which: str = DEFAULT_CHECKPOINT) -> ModelPin | None:
+    """The pin of one checkpoint (`original` or `0731`), or None when the lock has no table for it."""
+    model = lock.data.get(CHECKPOINT_TABLES[which])
     if not model:
         return None
     return ModelPin(model["repo"], model.get("revision", ""), dict(model.get("files") or {}))
+
+
+def checkpoint_of(folder: Path) -> str:
+    """`0731` when the folder holds a checkpoint with a DSpark draft, else `original` (the default)."""
+    info = checkpoint.identify(folder)
+    return "0731" if info is not None and info.has_draft else DEFAULT_CHECKPOINT
+
+
+def pin_for_folder(lock: Lock, folder: Path) -> ModelPin | None:
+    """The pin of the checkpoint `folder` holds (its config.json says which), to check it against."""
+    return model_pin(lock, checkpoint_of(folder))
 
 
 def _sha256(path: Path) -> str:
@@ -88,7 +109,7 @@ def differences_text(differences: list[Difference], pin: ModelPin, *, shown: int
     listed = "; ".join(f"{d.path}: {d.what}" for d in differences[:shown])
     more = f"; and {len(differences) - shown} more" if len(differences) > shown else ""
     return (f"{len(differences)} file(s) differ from {pin.repo}@{pin.revision[:12]} "
-            f"(docker/lock.toml [model.files]): {listed}{more}")
+            f"(docker/lock.toml): {listed}{more}")
 
 
 def manifest_from(files: list[dict], small_hashes: dict[str, str]) -> dict[str, str]:
@@ -226,14 +247,19 @@ def fetch(image: str, pin_: ModelPin, folder: Path, *, report=print, every_s: fl
     return check_folder(folder, pin_, shards_sha256=True)
 
 
-def write_pin(lock: Lock, revision: str, manifest: dict[str, str]) -> None:
-    """Replace docker/lock.toml's [model] revision and its [model.files] table (the last table of the
-    lock, as the lock ships it), keeping every other line."""
+def write_pin(lock: Lock, revision: str, manifest: dict[str, str], which: str = DEFAULT_CHECKPOINT) -> None:
+    """Replace one checkpoint's revision and its files table in docker/lock.toml ([model] and
+    [model.files], or [model_0731] and [model_0731.files]), keeping every other line."""
+    table = CHECKPOINT_TABLES[which]
     text = lock.path.read_text()
-    text = re.sub(r'(?m)^(\[model\][^\[]*?^revision = )"[^"]*"', lambda m: f'{m.group(1)}"{revision}"', text)
-    head, sep, _tail = text.partition("[model.files]\n")
+    text = re.sub(rf'(?m)^(\[{table}\][^\[]*?^revision = )"[^"]*"', lambda m: f'{m.group(1)}"{revision}"', text)
+    header = f"[{table}.files]\n"
+    head, sep, tail = text.partition(header)
     if not sep:
-        raise BundleError(f"{lock.path}: no [model.files] table", exit_code=EXIT_CONFIG,
-                          hint="add `[model.files]` after the [model] table")
+        raise BundleError(f"{lock.path}: no [{table}.files] table", exit_code=EXIT_CONFIG,
+                          hint=f"add `[{table}.files]` after the [{table}] table")
+    # The files table runs to the next table header (or the end of the lock).
+    following = re.search(r"(?m)^\[", tail)
+    rest = tail[following.start():] if following else ""
     body = "".join(f'"{path}" = "{entry}"\n' for path, entry in sorted(manifest.items()))
-    lock.path.write_text(head + sep + body)
+    lock.path.write_text(head + sep + body + ("\n" + rest if rest else ""))

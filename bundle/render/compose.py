@@ -110,7 +110,7 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
     router = dep.router(topology)
     if router is not None:
         env.update(_router_env(router, dep.source.name))
-    if topology.name == "pd":
+    if topology.disaggregated:
         env.update({"PD_TRANSFER_BACKEND": dep.pd.transfer_backend,
                     "PD_BOOTSTRAP_PORT": str(dep.pd.bootstrap_port),
                     "KV_TRANSFER_TIMEOUT_SECS": str(dep.pd.kv_transfer_timeout_secs)})

@@ -18,7 +18,7 @@ from bundle.config import levers
 from bundle.config.model import Deployment, Role
 from bundle.config.source import format_path
 from bundle.errors import ConfigError
-from bundle.rules import argspec, backends, checkpoint
+from bundle.rules import argspec, backends, checkpoint, dspark
 from bundle.rules.cmdline import option_value
 
 Error = Callable[[tuple, str], None]
@@ -49,12 +49,13 @@ def check(dep: Deployment, rendered, *, require_model: bool = False) -> Findings
     else:
         for role in roles:
             _check_gpus(role, error)
-    if topology.name == "pd":
+    if topology.disaggregated:
         _check_pd(dep, roles, error)
     _check_router_budget(dep, topology, error)
     _check_managed_flags(dep, rendered, roles, error)
     _check_backends(dep, rendered, roles, error)
     _check_kv_cache_dtype(dep, error)
+    dspark.check(dep, rendered, roles, error)
     _check_model(dep, found, require_model)
     _check_api_key_file(dep, error)
     if not found.errors:
@@ -238,7 +239,7 @@ def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Er
                   f"the {role.name} command line is rejected by SGLang's parser: {problem}")
         if role.service.role == "prefill":
             prefill_bootstrap = option_value(args, "--disaggregation-bootstrap-port")
-    if rendered.topology.name == "pd" and not reported:
+    if rendered.topology.disaggregated and not reported:
         _check_speculative_pd(rendered, roles, error)
     router_args = rendered.router_args()
     router = dep.router(rendered.topology)

@@ -16,7 +16,7 @@ import uvicorn
 from bundle.simulator.args import parse_launch_args
 from bundle.simulator import speed
 from bundle.simulator.knobs import Knobs
-from bundle.simulator.resolve import resolve_like_sglang
+from bundle.simulator.resolve import DSparkRefused, resolve_like_sglang
 from bundle.simulator.server import SGLANG_VERSION, Simulator, create_app
 
 log = logging.getLogger("simulator")
@@ -43,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     sim = Simulator(launch, knobs)
     # SIM_SPEED_RULES / SIM_REFUSE_ARGS: speed or refusal chosen by this server's own parsed
     # arguments (bundle tune's candidates on the rehearsal): SIMULATED, never a measurement.
-    _, resolved = resolve_like_sglang(dict(launch.fields), sim.model.config)
+    try:
+        _, resolved = resolve_like_sglang(dict(launch.fields), sim.model.config)
+    except DSparkRefused as exc:  # SGLang's ServerArgs stops the server here too
+        log.error("worker simulator: %s (as SGLang's _handle_dspark)", exc)
+        return 1
     resolved_fields = {k: v[1] for k, v in resolved.items()}
     refusal = speed.refused(launch.fields, resolved_fields)
     if refusal:

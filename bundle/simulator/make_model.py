@@ -101,7 +101,10 @@ def tokenizer_config() -> dict:
 
 
 def model_config() -> dict:
-    """A config.json shaped like DeepSeek-V4-Flash's where the driver and SGLang read it."""
+    """A config.json shaped like DeepSeek-V4-Flash-0731's where the driver and SGLang read it: the
+    V4-Flash architecture with a DSpark draft bundled (the checkpoint a user today likely runs), so a
+    rehearsal can run levers.speculative: dspark. dspark_block_size is SGLang's default gamma (7), not
+    a value read from the real checkpoint."""
     return {
         "_comment": "SIMULATED model for rehearsal (bundle/simulator): no weights, word-level tokenizer",
         "architectures": ["DeepseekV4ForCausalLM"],
@@ -113,6 +116,7 @@ def model_config() -> dict:
         "bos_token_id": 1,
         "eos_token_id": 2,
         "torch_dtype": "bfloat16",
+        "dspark_block_size": 7,
     }
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from bundle import topology as registry
 from bundle.config import levers
@@ -26,6 +27,7 @@ from bundle.errors import BundleError
 from bundle.topology import DECODE, PREFILL
 from bundle.stack import docker
 from bundle.stack.workers import ComposeWorkers, HttpWorkers, Workers
+from bundle.rules import checkpoint
 from bundle.rules.cmdline import option_value
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -58,7 +60,9 @@ RECORDED = {
     "speculative_num_steps": "speculative_num_steps", "speculative_eagle_topk": "speculative_eagle_topk",
     "speculative_num_draft_tokens": "speculative_num_draft_tokens", "page_size": "page_size",
     "device": "device",
+    "speculative_dspark_block_size": "speculative_dspark_block_size",
 }
+DSPARK = "DSPARK"
 # The checks of DeepSeek-V4 on sm_120 GPUs: on a CPU server (the engine rehearsal: a small Llama on
 # SGLang's CPU device) they do not apply, and attestation says so instead of passing them.
 GPU_MODEL_CHECKS = ("CUDA graphs", "KV-cache dtype", "MoE runner", "sm_120 sparse-MLA backend",
@@ -104,6 +108,9 @@ class Expected:
     collectives_why: str = ""  # how the PCIe-safe decision was made (levers.Collectives)
     disaggregation_mode: str = "null"
     transfer_backend: str | None = None
+    # dspark: the block size (gamma) SGLang should resolve: levers.dspark.block_size, else the draft's
+    # own (the checkpoint's config.json), else SGLang's default 7; None: the checkpoint was not readable
+    dspark_block_size: int | None = None
 
 
 @dataclass
@@ -130,9 +137,11 @@ class Attestation:
 
 
 # ---- what the config asks for ----------------------------------------------------------------
-def expectations(dep, topology, collectives: levers.Collectives | None = None) -> dict[str, Expected]:
+def expectations(dep, topology, collectives: levers.Collectives | None = None,
+                 model_folder: str | None = None) -> dict[str, Expected]:
     """Per server (by service name): what the config asks it to run (`topology`: a name or entry;
-    `collectives`: the PCIe-safe decision the launch rendered, else the unprobed one)."""
+    `collectives`: the PCIe-safe decision the launch rendered, else the unprobed one; `model_folder`:
+    the checkpoint the servers mount, for the DSpark block size its draft gives)."""
     entry = registry.get(topology) if isinstance(topology, str) else topology
     lv = dep.levers
     collectives = collectives or levers.unprobed_collectives(lv)
@@ -158,7 +167,8 @@ def expectations(dep, topology, collectives: levers.Collectives | None = None) -
             speculative="custom" if option_value(extra, "--speculative-algorithm") else lv.speculative,
             pcie_safe=collectives.pcie_safe, sglang_version=version,
             speculative_shape=_preset_shape(lv.speculative),
-            collectives_why=f"{collectives.source}: {collectives.reason}")
+            collectives_why=f"{collectives.source}: {collectives.reason}",
+            dspark_block_size=_dspark_block_size(lv, model_folder or dep.model_path))
         if role.service.role in (PREFILL, DECODE):
             exp.disaggregation_mode = role.service.role
             exp.transfer_backend = dep.pd.transfer_backend
@@ -166,9 +176,20 @@ def expectations(dep, topology, collectives: levers.Collectives | None = None) -
     return out
 
 
+def _dspark_block_size(lv, model_folder: str) -> int | None:
+    if lv.speculative != "dspark":
+        return None
+    if lv.dspark.block_size is not None:
+        return lv.dspark.block_size
+    held = checkpoint.identify(Path(model_folder).expanduser())
+    if held is None or not held.has_draft:
+        return None
+    return held.block_size or checkpoint.DSPARK_DEFAULT_BLOCK_SIZE
+
+
 def _preset_shape(preset: str) -> tuple[int, int, int] | None:
     args = levers.SPECULATIVE_ARGS.get(preset) or []
-    if not args:
+    if "--speculative-num-steps" not in args:  # none, or dspark: SGLang resolves its shape (dspark_block_size)
         return None
     return tuple(int(option_value(args, flag)) for flag in (
         "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"))
@@ -351,6 +372,9 @@ def _speculative(f: dict, exp: Expected, add) -> None:
     shape = tuple(f.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk",
                                      "speculative_num_draft_tokens"))
     shown = f"{spec} (steps {shape[0]}, top-k {shape[1]}, draft tokens {shape[2]})" if spec else "none"
+    if exp.speculative == "dspark":
+        _dspark(f, exp, add, spec, shape)
+        return
     if exp.speculative == "none":
         if spec:
             add(FAIL, "speculative decoding", f"the config asks for none; the server runs {shown}")
@@ -366,6 +390,27 @@ def _speculative(f: dict, exp: Expected, add) -> None:
                                           f"{exp.speculative_shape}); the server runs {shown}")
     else:
         add(OK, "speculative decoding", f"{exp.speculative}: {shown}")
+
+
+def _dspark(f: dict, exp: Expected, add, spec, shape: tuple) -> None:
+    """DSpark: the algorithm and the block size (gamma) the server resolved; SGLang reports the block
+    size as asked (None when left to it) and always the verify window, gamma + 1 draft tokens."""
+    if str(spec).upper() != DSPARK:
+        add(FAIL, "speculative decoding", f"the config asks for dspark; the server runs {spec or 'none'}")
+        return
+    draft_tokens = shape[2]
+    block = f.get("speculative_dspark_block_size")
+    if block is None and isinstance(draft_tokens, int):
+        block = draft_tokens - 1
+    shown = f"DSPARK, block size {block} (verify window {draft_tokens}, steps {shape[0]}, top-k {shape[1]})"
+    if block is None:
+        add(WARN, "speculative decoding", f"DSPARK, but the block size it resolved could not be read "
+                                          f"(speculative_num_draft_tokens {draft_tokens!r})")
+    elif exp.dspark_block_size is not None and block != exp.dspark_block_size:
+        add(FAIL, "speculative decoding", f"the config and checkpoint ask for DSpark block size "
+                                          f"{exp.dspark_block_size}; the server runs {shown}")
+    else:
+        add(OK, "speculative decoding", f"dspark: {shown}")
 
 
 def _collectives(record: WorkerRecord, exp: Expected, add) -> None:
@@ -431,7 +476,7 @@ def attest(dep, rendered, *, stack=None) -> Attestation:
     else:
         front = front_door(dep, topology)  # the lone server is the front door (and holds the key)
         info_from = HttpWorkers({name: front.url for name in servers}, front.headers)
-    expected = expectations(dep, topology, rendered.collectives)
+    expected = expectations(dep, topology, rendered.collectives, rendered.env.get("MODEL_HOST_PATH"))
     for role in dep.roles(topology):
         # The TP size the launch rendered (the engine rehearsal lowers it), not only the config's.
         rendered_tp = rendered.env.get(f"{role.service.env_prefix}_TP_SIZE", "")

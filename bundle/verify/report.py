@@ -35,6 +35,10 @@ BENCH_COLUMNS = [
     ("mean_tpot_ms", "TPOT ms", False),
     ("median_tpot_ms", "TPOT p50", False),
     ("mean_itl_ms", "ITL ms", False),
+    # Speculative decoding's mean acceptance length (accepted drafts + the bonus token per verify), as
+    # bench_serving reads it from /server_info (internal_states[0].avg_spec_accept_length) at the end of
+    # the level: a gain from speculation is only real with its acceptance. "-" without speculation.
+    ("accept_length", "accept len", True),
 ]
 # How the baseline was measured (the original deployment's bench_serving run; README, "After a driver
 # upgrade"): other lengths are not comparable with it, and the comparison says so.

@@ -10,7 +10,8 @@ from bundle.images.audit.core import Finding, Level
 # What `bundle audit` shows as predicted, per server (and compares with the attestation after launch).
 PREDICTED = ("attention_backend", "page_size", "moe_runner_backend", "sm120_sparse_mla_backend",
              "kv_cache_dtype", "speculative_algorithm", "speculative_num_steps",
-             "speculative_num_draft_tokens", "disaggregation_mode", "tp_size", "disable_cuda_graph")
+             "speculative_num_draft_tokens", "disaggregation_mode", "tp_size", "disable_cuda_graph",
+             "speculative_eagle_topk", "speculative_dspark_block_size", "speculative_draft_model_path")
 
 
 def _serverargs(ctx: AuditContext) -> dict:
@@ -44,6 +45,20 @@ def server_args(ctx: AuditContext) -> tuple[str, list[Finding]]:
             f"(model config: {ctx.model_source})"), findings
 
 
+def _speculative(p: dict) -> str:
+    """The speculative choice as SGLang resolved it; DSpark's block size is the verify window less one."""
+    algorithm = p.get("speculative_algorithm")
+    if not algorithm:
+        return "none"
+    window = p.get("speculative_num_draft_tokens")
+    if str(algorithm).upper() == "DSPARK":
+        block = p.get("speculative_dspark_block_size") or (window - 1 if isinstance(window, int) else None)
+        return (f"DSPARK (block size {block}, verify window {window}, draft from "
+                f"{p.get('speculative_draft_model_path')})")
+    return (f"{algorithm} (steps {p.get('speculative_num_steps')}, top-k {p.get('speculative_eagle_topk')}, "
+            f"draft tokens {window})")
+
+
 def choices(ctx: AuditContext) -> tuple[str, list[Finding]]:
     """The predicted choices, one INFO line per server; a WARN on the paths known to be slow."""
     pred = predicted(ctx)
@@ -52,7 +67,7 @@ def choices(ctx: AuditContext) -> tuple[str, list[Finding]]:
         findings.append(Finding(Level.INFO, f"{name}: attention {p['attention_backend']}, page {p['page_size']}, "
                                              f"MoE {p['moe_runner_backend']}, sparse-MLA "
                                              f"{p['sm120_sparse_mla_backend']}, KV {p['kv_cache_dtype']}, "
-                                             f"speculative {p['speculative_algorithm'] or 'none'}"))
+                                             f"speculative {_speculative(p)}"))
         if p["sm120_sparse_mla_backend"] == "torch":
             findings.append(Finding(Level.WARN, f"{name}: sparse-MLA decode takes SGLang's torch path (slowest)",
                                     "levers.sparse_mla: flashinfer (SGLang's default) or bundle"))

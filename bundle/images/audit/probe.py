@@ -272,7 +272,8 @@ PREDICTED_FIELDS = ("device", "tp_size", "attention_backend", "prefill_attention
                     "speculative_eagle_topk", "speculative_num_draft_tokens", "disaggregation_mode",
                     "disaggregation_transfer_backend", "disable_cuda_graph", "cuda_graph_backend_decode",
                     "cuda_graph_backend_prefill", "disable_custom_all_reduce", "fp8_gemm_runner_backend",
-                    "swa_full_tokens_ratio", "max_running_requests")
+                    "swa_full_tokens_ratio", "max_running_requests", "speculative_dspark_block_size",
+                    "speculative_draft_model_path")
 
 _RESOLVER = r"""
 import json, logging, os, sys, traceback
