@@ -15,6 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from bundle.images.lock import load_lock
     from bundle.images.pull import not_published_error, pull_verified, target_from_lock
@@ -31,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
                            on_progress=lambda msg: err.print(msg, markup=False))
     for check in report.checks:
         style = "green" if check.status == "ok" else "bold yellow"
-        console.print(f"[{style}]{check.status:<11}[/] {check.check:<9} ", end="")
-        console.print(check.detail, markup=False, soft_wrap=True)
-    console.print(f"[green]ok[/] {target.ref}\n  tagged {target.tag_as} (image {report.facts.id[:19]})")
+        console.print(f"[{style}]{check.status:<11}[/] {check.check:<9} {escape(check.detail)}", soft_wrap=True)
+    console.print(f"[green]accepted[/] {target.ref}\n  tagged {target.tag_as} (image {report.facts.id[:19]})",
+                  soft_wrap=True)
     for check in report.not_checked:
         err.print(f"warning: {check.check} NOT CHECKED: {check.detail}", markup=False, soft_wrap=True)
     return 0

@@ -147,7 +147,7 @@ def _contents(target: PullTarget, lock: Lock, root: Path, report: PullReport) ->
     found = contents.findings(installed, lock, root, image=target.ref)
     fails = [f"contents: {f.what}" for f in found if f.level == Level.FAIL]
     if not fails:
-        venv = [d for d in installed.get("distributions", []) if d["site"].startswith("/opt/venv/")]
+        venv = [d for d in (installed.get("packages") or {}).get("distributions", []) if d["site"].startswith("/opt/venv/")]
         warns = [f.what for f in found if f.level == Level.WARN]
         report.checks.append(Verified("contents", "ok", f"{len(venv)} distributions in /opt/venv equal the lock"
                                       + (f" (warnings: {'; '.join(warns)})" if warns else "")))
