@@ -98,7 +98,7 @@ def test_push_then_pull_by_digest_verifies_and_a_planted_package_is_refused(tmp_
         assert "1 distributions in /opt/venv equal the lock" in captured.out
         # cosign is not installed here: said, with the command that would check it; not a silent pass.
         assert "signature NOT CHECKED: cosign is not installed" in captured.err
-        assert f"cosign verify --certificate-identity-regexp" in captured.err and f"{repo}@{digest}" in captured.err
+        assert "cosign verify --certificate-identity-regexp" in captured.err and f"{repo}@{digest}" in captured.err
         assert docker.image_facts(lock.image_ref).id == docker.image_facts(f"{repo}@{digest}").id
 
         # Someone installs a package after the SBOM was written and publishes that image instead.
