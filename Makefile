@@ -96,8 +96,9 @@ lock: ## resolve docker/lock.toml's pins into the hashed docker/requirements/*.t
 buildx: ## install the docker buildx plugin from Debian's archive when the CLI lacks it
 	docker/install-buildx.sh
 
-lint: $(STAMP) ## hadolint every Dockerfile (ignores justified in .hadolint.yaml) and ruff on the Python
+lint: $(STAMP) ## hadolint every Dockerfile (ignores justified in .hadolint.yaml), actionlint on the workflows, ruff on the Python
 	$(BIN)/hadolint --config .hadolint.yaml docker/*.Dockerfile
+	$(BIN)/actionlint .github/workflows/*.yml
 	$(BIN)/ruff check bundle tests benchmarks kernels
 
 image-standin: $(STAMP) ## no GPU or registry: build every layer, framework included, on the stand-in base (Debian + CPython 3.12)

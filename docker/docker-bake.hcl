@@ -6,7 +6,7 @@
 # the lock-hash tag and labels. Needs the Dockerfile frontend 1.4+ for named contexts: not the
 # built-in one of Docker Engine 20.10 (use `bundle build` there).
 
-variable "REPO" { default = "sglang-bundle/sglang-sm120" }
+variable "REPO" { default = "ghcr.io/sglang-bundle/sglang-sm120" }
 variable "BASE_IMAGE" { default = "nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04@sha256:e071e85c52ad91fc9ea24158ff5330876b2d1a5c4ac83ccc6066976835873c01" }
 variable "APT_SNAPSHOT" { default = "20261101T000000Z" }
 variable "PYTHON_VERSION" { default = "3.12" }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bundle.doctor import checks_docker, checks_gpu, checks_host, checks_model, checks_nccl, checks_nixl, checks_ports
+from bundle.doctor import checks_signature
 from bundle.doctor.core import Check, Report, Status, run_check
 
 CHECKS: tuple[Check, ...] = (
@@ -18,6 +19,7 @@ CHECKS: tuple[Check, ...] = (
     Check("model", "Model files", checks_model.model_files),
     Check("ports", "Host ports", checks_ports.ports),
     Check("nixl", "NIXL transfer (UCX)", checks_nixl.nixl_transfer),
+    Check("signature", "Image signature verification (cosign)", checks_signature.cosign_present),
 )
 NAMES = tuple(c.name for c in CHECKS)
 

@@ -27,6 +27,7 @@ from bundle import __version__, paths
 from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, BundleError
 from bundle.images import legacy
 from bundle.images.lock import LOCK_HASH_LABEL, Lock
+from bundle.images.reference import local_name
 
 LAYER_LABEL = "io.sglang-bundle.layer"
 LAYER_KEY_LABEL = "io.sglang-bundle.layer-key"
@@ -170,7 +171,8 @@ def layer_key(root: Path, spec: LayerSpec, build_args: dict[str, str], inputs: l
 def make_plan(lock: Lock, *, standin: bool = False, root: Path | None = None) -> Plan:
     """Every layer with its tag, key, build arguments and labels; asks Docker nothing."""
     root = root or paths.project_root()
-    repo = f"{lock.image_repo}-standin" if standin else lock.image_repo
+    # A stand-in build is never pushed: it is named without the registry host.
+    repo = f"{local_name(lock.image_repo)}-standin" if standin else lock.image_repo
     labels = oci_labels(lock)
     layers: list[LayerPlan] = []
     parent_tag = None

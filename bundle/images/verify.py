@@ -4,16 +4,13 @@ package checks on the live container, so a `pip install` into a running server i
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundle.images.audit import checks_packages
-from bundle.images.audit.context import AuditContext, locked_packages, overlay_distribution
+from bundle.images import contents
 from bundle.images.audit.core import Finding, Level
 from bundle.images.lock import LOCK_HASH_LABEL, Lock
 
-PROBE = Path(__file__).resolve().parent / "audit" / "probe.py"
 REHEARSAL_LABEL = "io.sglang-bundle.image"  # "rehearsal" on the simulator's image
 
 
@@ -51,19 +48,13 @@ def verify_container(name: str, lock: Lock, root: Path) -> ContainerVerdict:
         verdict.findings.append(Finding(Level.WARN, f"{name} is not running: its installed set cannot be read",
                                         "bundle status says why; bundle launch starts it again"))
         return verdict
-    inp = json.dumps({"sections": ["packages"], "deep": False})
-    run = docker.exec_in_container(name, ["python", "-c", PROBE.read_text(), inp, "-"])
-    line = next((ln for ln in run.output.splitlines() if ln.startswith("BUNDLE-PROBE ")), None)
-    if line is None:
+    run = docker.exec_in_container(name, contents.probe_command())
+    installed = contents.facts_from_output(run.output)
+    if installed is None:
         verdict.findings.append(Finding(Level.FAIL, f"{name}: its installed set could not be read "
                                                      f"(exit {run.returncode}): {run.output.strip()[-300:]}",
                                         "the container needs python on PATH (/opt/venv/bin)"))
         return verdict
-    ctx = AuditContext(image=facts.image_ref, lock=lock, packages=locked_packages(lock),
-                       overlay=overlay_distribution(root, lock), commands=[], config_name="",
-                       model_source="", facts=json.loads(line[len("BUNDLE-PROBE "):]))
-    for check in (checks_packages.installed_equals_lock, checks_packages.installed_once,
-                  checks_packages.files_as_installed, checks_packages.no_stray_path_hooks):
-        _, found = check(ctx)
-        verdict.findings += [Finding(f.level, f"{name}: {f.what}", f.fix) for f in found]
+    verdict.findings += [Finding(f.level, f"{name}: {f.what}", f.fix)
+                         for f in contents.findings(installed, lock, root, image=facts.image_ref)]
     return verdict

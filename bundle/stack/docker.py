@@ -469,6 +469,38 @@ def remove_image_ref(ref: str) -> None:
                           exit_code=EXIT_ENVIRONMENT, hint=f"remove it by hand: docker image rm {ref}") from None
 
 
+def push_image(ref: str) -> None:
+    """`docker push ref`; the engine then records `<repo>@<digest>` among the image's RepoDigests."""
+    try:
+        client().image.push(ref, quiet=True)
+    except DockerException as exc:
+        detail = (exc.stderr or exc.stdout or "").strip()
+        raise BundleError(f"docker push {ref} failed:\n{detail}", exit_code=EXIT_ENVIRONMENT,
+                          hint="log in to the registry first (`docker login <registry>`; in the release "
+                               "workflow the login step does it)") from None
+
+
+def file_from_image(ref: str, path: str) -> bytes | None:
+    """The bytes of `path` inside image `ref`, read from a created (never started) container; None
+    when the image has no such file. Nothing in the image runs."""
+    import tempfile
+    import uuid
+
+    docker = client()
+    name = f"bundle-read-{uuid.uuid4().hex[:8]}"
+    docker.container.create(ref, ["true"], name=name, networks=["none"])
+    try:
+        with tempfile.TemporaryDirectory(prefix="bundle-read-") as tmp:
+            target = Path(tmp) / "file"
+            try:
+                docker.copy((name, path), target)
+            except DockerException:
+                return None
+            return target.read_bytes() if target.is_file() else None
+    finally:
+        docker.container.remove(name, force=True)
+
+
 # ---- images: `bundle build` ----
 
 def buildx_available() -> bool:
