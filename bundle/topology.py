@@ -61,6 +61,7 @@ class Topology:
     # server sees the union and picks its group with --base-gpu-id: pd's CUDA IPC between them).
     gpu_visibility: str = "own"
     max_replicas: int = 1  # dp: the compose file defines this many replica services
+    network: str = "default"  # the compose network its services share (the monitoring profile joins it)
 
     @property
     def compose_file(self) -> Path:
@@ -71,8 +72,10 @@ class Topology:
         return compose_dir() / f"rehearsal-{self.name}.yaml"
 
     def compose_files(self, *, rehearsal: bool = False) -> list[Path]:
-        """The topology's file, then (rehearsal) its overlay: order matters, the overlay wins."""
-        return [self.compose_file, self.rehearsal_overlay] if rehearsal else [self.compose_file]
+        """The topology's file, then (rehearsal) its overlay: order matters, the overlay wins; then
+        the monitoring profile's services (off unless the `monitoring` profile is active)."""
+        files = [self.compose_file, self.rehearsal_overlay] if rehearsal else [self.compose_file]
+        return files + [compose_dir() / "monitoring.yaml"]
 
     @property
     def servers(self) -> tuple[Service, ...]:
@@ -137,6 +140,7 @@ TOPOLOGIES: dict[str, Topology] = {
         front_service="router",
         config_section="pd",
         gpu_visibility="union",
+        network="pd",
     ),
     "dp": Topology(
         name="dp",
@@ -146,6 +150,7 @@ TOPOLOGIES: dict[str, Topology] = {
         front_service="router",
         config_section="dp",
         max_replicas=DP_MAX_REPLICAS,
+        network="dp",
     ),
 }
 NAMES = tuple(TOPOLOGIES)

@@ -102,11 +102,11 @@ def load_lock(path: Path | None = None) -> Lock:
 
 
 def _hashed_view(data: dict) -> dict:
-    """The lock without [image] and [model]: where an image is published (repo, digest) is not what
-    it holds, and the digest is recorded after publishing, which must not change the hash it was
-    built from; the checkpoint is not in the image either (the lock file pins both; the hash names
-    what the image holds)."""
-    return {k: v for k, v in data.items() if k not in ("image", "model")}
+    """The lock without [image], [model] and [monitoring]: where an image is published (repo, digest)
+    is not what it holds, and the digest is recorded after publishing, which must not change the hash
+    it was built from; the checkpoint and the monitoring profile's images are not in the image either
+    (the lock file pins them all; the hash names what the image holds)."""
+    return {k: v for k, v in data.items() if k not in ("image", "model", "monitoring")}
 
 
 def compute_hash(data: dict, requirement_locks: tuple[Path, ...] | list[Path]) -> str:
