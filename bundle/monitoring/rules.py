@@ -47,7 +47,7 @@ class Alert:
     expr: str
     for_: str
     severity: str
-    summary: str  # a template Prometheus fills ({{ $labels.job }} ...)
+    summary: str  # a template Prometheus fills with the series' labels only ({{ $labels.job }})
     runbook: str  # the anchor of its runbook line in docs/monitoring.md
 
     def rule(self) -> dict:
@@ -74,7 +74,7 @@ def alerts(t: Thresholds) -> list[Alert]:
               f"histogram_quantile(0.5, sum by (job, le) (rate(sglang:kv_transfer_speed_gb_s_bucket[{w}])))"
               f" < {t.kv_transfer_min_gb_s:g}",
               t.slow_for, "warning",
-              "{{ $labels.job }} moves the KV cache at {{ $value | printf \"%.2f\" }} GB/s (median): "
+              f"{{{{ $labels.job }}}}: median KV transfer below {t.kv_transfer_min_gb_s:g} GB/s: "
               "the TCP fallback, not cuda_ipc", "kvtransferslow"),
         Alert("CudaGraphsOff",
               f'max by (job) (max_over_time(sglang:is_cuda_graph{{engine_type!="prefill"}}[{w}])) == 0'
@@ -85,20 +85,20 @@ def alerts(t: Thresholds) -> list[Alert]:
               f"histogram_quantile(0.95, sum by (job, le) (rate(sglang:time_to_first_token_seconds_bucket[{w}])))"
               f" > {t.ttft_objective_s:g}",
               t.slow_for, "warning",
-              "{{ $labels.job }}: p95 time to first token {{ $value | humanizeDuration }} is above the objective",
+              f"{{{{ $labels.job }}}}: p95 time to first token above the {t.ttft_objective_s:g} s objective",
               "ttftaboveobjective"),
         Alert("TpotAboveObjective",
               "histogram_quantile(0.95, sum by (job, le) "
               f"(rate(sglang:request_time_per_output_token_seconds_bucket[{w}]))) > {t.tpot_objective_s:g}",
               t.slow_for, "warning",
-              "{{ $labels.job }}: p95 time per output token {{ $value | humanizeDuration }} is above the objective",
+              f"{{{{ $labels.job }}}}: p95 time per output token above the {t.tpot_objective_s:g} s objective",
               "tpotaboveobjective"),
         Alert("QueueGrowing",
               f"sglang:num_queue_reqs > 0 and deriv(sglang:num_queue_reqs[{w}]) > 0",
               t.slow_for, "warning",
-              "{{ $labels.job }}: the waiting queue keeps growing ({{ $value }} waiting)", "queuegrowing"),
+              "{{ $labels.job }}: the waiting queue keeps growing", "queuegrowing"),
         Alert("KvCacheNearlyFull", f"sglang:token_usage > {t.kv_cache_full_ratio:g}", t.slow_for, "warning",
-              "{{ $labels.job }}: KV cache {{ $value | humanizePercentage }} full: requests queue or are retracted",
+              f"{{{{ $labels.job }}}}: KV cache over {t.kv_cache_full_ratio:.0%} full: requests queue or are retracted",
               "kvcachenearlyfull"),
         # A restart is a scrape that fails, then succeeds again: two changes of `up` each.
         Alert("RestartLoop", f'changes(up{{role=~"server|router"}}[{t.restart_window}]) >= 4', "0s", "critical",
