@@ -8,7 +8,7 @@ ARG PROMETHEUS_VERSION
 # --no-install-recommends: the server and promtool, not the node exporter or the web console libs.
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "prometheus=${PROMETHEUS_VERSION}" \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin \
  && install -d -o prometheus -g prometheus /prometheus \
  && prometheus --version && promtool --version
 USER prometheus
