@@ -5,13 +5,16 @@ the alert clears once it is unpaused. One stack for all of it (the rehearsal's 2
 
 from __future__ import annotations
 
+import json
 import subprocess
+import threading
 import time
 
 import pytest
 import requests
 
 from bundle.cli import main
+from bundle.config.loader import load_config
 from bundle.monitoring.files import REHEARSAL_SCRAPE_INTERVAL
 from bundle.monitoring.rules import Thresholds
 from bundle.durations import parse_duration
@@ -55,10 +58,20 @@ def test_prometheus_scrapes_everything_and_a_paused_decode_fires_and_clears_its_
     port = free_port()
     monkeypatch.setenv("PROMETHEUS_HOST_PORT", str(port))  # compose reads the shell before the env file
     prometheus = f"http://127.0.0.1:{port}"
+    front = free_port()
     with compose_project("monitoring") as name:
-        config = write_config(tmp_path, f"project: {name}\nnetwork:\n  front_port: {free_port()}\n")
+        config = write_config(tmp_path, f"project: {name}\nnetwork:\n  front_port: {front}\n")
         assert main(["launch", "pd", "--rehearsal", "--monitoring", "-c", str(config)]) == 0
         assert "monitoring: " in capsys.readouterr().out
+
+        # `bundle top` while requests flow: the figures come from the servers' own /metrics.
+        load = threading.Thread(target=_chats, args=(f"http://127.0.0.1:{front}", 4))
+        load.start()
+        assert main(["top", "pd", "-c", str(config), "--interval", "3", "--json"]) == 0
+        load.join()
+        rows = {r["service"]: r for r in json.loads(capsys.readouterr().out)}
+        assert set(rows) == {"prefill", "decode"}
+        assert rows["decode"]["tokens_per_s"] > 0 and rows["decode"]["kv_transfer_gb_s"] > 0
 
         # Every server and the router, scraped by a real Prometheus over the compose network.
         def all_up():
@@ -92,7 +105,13 @@ def test_prometheus_scrapes_everything_and_a_paused_decode_fires_and_clears_its_
         assert all_up()
 
 
-def _monitoring_defaults():
-    from bundle.config.loader import load_config
+def _chats(front: str, n: int) -> None:
+    model = load_config(None).served_name
+    for _ in range(n):
+        requests.post(f"{front}/v1/chat/completions", timeout=30, json={
+            "model": model, "max_tokens": 16,
+            "messages": [{"role": "user", "content": "What is the capital of France?"}]})
 
+
+def _monitoring_defaults():
     return load_config(None).monitoring
