@@ -79,6 +79,7 @@ class Topology:
     # server sees the union and picks its group with --base-gpu-id: pd's CUDA IPC between them).
     gpu_visibility: str = "own"
     max_replicas: int = 1  # dp: the compose file defines this many replica services
+    network: str = "default"  # the compose network its services share (the monitoring profile joins it)
 
     @property
     def compose_file(self) -> Path:
@@ -95,12 +96,13 @@ class Topology:
         return compose_dir() / f"rehearsal-engine-{self.name}.yaml"
 
     def compose_files(self, *, rehearsal: bool | str = False) -> list[Path]:
-        """The topology's file, then (rehearsal) its overlay: order matters, the overlay wins."""
+        """The topology's file, then (rehearsal) its overlay: order matters, the overlay wins; then
+        the monitoring profile's services (off unless the `monitoring` profile is active)."""
         mode = rehearsal_mode(rehearsal)
-        if mode is None:
-            return [self.compose_file]
-        overlay = self.engine_rehearsal_overlay if mode == REHEARSAL_ENGINE else self.rehearsal_overlay
-        return [self.compose_file, overlay]
+        files = [self.compose_file]
+        if mode is not None:
+            files.append(self.engine_rehearsal_overlay if mode == REHEARSAL_ENGINE else self.rehearsal_overlay)
+        return files + [compose_dir() / "monitoring.yaml"]
 
     @property
     def servers(self) -> tuple[Service, ...]:
@@ -170,6 +172,7 @@ TOPOLOGIES: dict[str, Topology] = {
         front_service="router",
         config_section="pd",
         gpu_visibility="union",
+        network="pd",
     ),
     "dp": Topology(
         name="dp",
@@ -179,6 +182,7 @@ TOPOLOGIES: dict[str, Topology] = {
         front_service="router",
         config_section="dp",
         max_replicas=DP_MAX_REPLICAS,
+        network="dp",
     ),
 }
 NAMES = tuple(TOPOLOGIES)

@@ -4,10 +4,13 @@
 #                   (no image registry is needed: docker/debian-root.sh, docker/standin-root.sh)
 #   patchelf        lets the stand-in root carry a relocatable CPython 3.12 (docker/standin-root.sh)
 #   docker-registry the distribution registry `bundle pull`'s tests serve images from on 127.0.0.1
+#   promtool        checks the rendered Prometheus config and alert rules and runs their unit tests
+#                   (Debian's `prometheus` package; its service is not started in a container)
 # As root it installs what is missing with apt-get; otherwise it names the one command to run.
 # Idempotent: prints nothing and installs nothing when every command is there.
 set -euo pipefail
-declare -A provides=([debootstrap]=debootstrap [patchelf]=patchelf [docker-registry]=docker-registry)
+declare -A provides=([debootstrap]=debootstrap [patchelf]=patchelf [docker-registry]=docker-registry
+                    [promtool]=prometheus)
 missing=()
 for cmd in "${!provides[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${provides[$cmd]}")

@@ -84,7 +84,7 @@ class Prepared:
 
 def prepare(args: argparse.Namespace, topology: str, *, require_model: bool = False, rehearsal: bool = False,
             extra_env: dict[str, str] | None = None, dep: Deployment | None = None,
-            collectives=None) -> Prepared:
+            collectives=None, monitoring: bool = False) -> Prepared:
     """Config -> render (once) -> rules; raises one ConfigError listing every problem, before anything runs.
     `collectives`: launch's per-host levers.Collectives decision (None: unprobed, see levers)."""
     from bundle.images.lock import load_lock
@@ -93,7 +93,7 @@ def prepare(args: argparse.Namespace, topology: str, *, require_model: bool = Fa
     entry = registry.get(topology)
     lock = load_lock()
     rendered = render(dep, entry, image=lock.image_ref, lock_hash=lock.hash, rehearsal=rehearsal,
-                      extra_env=extra_env, collectives=collectives)
+                      extra_env=extra_env, collectives=collectives, monitoring=monitoring)
     findings = check(dep, rendered, require_model=require_model)
     findings.raise_if_errors(dep.source.name)
     return Prepared(dep, entry, rendered, findings)

@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                      "SIM_WRONG_ANSWERS=1 (bundle/simulator/knobs.py lists them); repeatable")
     parser.add_argument("--timeout", metavar="DURATION",
                         help="readiness limit, e.g. 45m (default: lifecycle.launch_timeout)")
+    parser.add_argument("--monitoring", action="store_true",
+                        help="also start Prometheus (alerts) and Grafana (dashboards), and on a GPU host NVIDIA's "
+                             "DCGM exporter: the compose profile `monitoring` (docs/monitoring.md)")
     parser.add_argument("--keep-on-failure", action="store_true",
                         help="leave the containers running after a failed start, for debugging")
 
@@ -60,7 +63,8 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
     dep = dep or load(args)
     decision = _decide_collectives(dep, args, console)
     prepared = prepare(args, args.topology, require_model=not args.rehearsal, rehearsal=args.rehearsal,
-                       extra_env=extra, dep=dep, collectives=decision)
+                       extra_env=extra, dep=dep, collectives=decision,
+                       monitoring=getattr(args, "monitoring", False))
     dep, topology = prepared.dep, prepared.topology
     for warning in prepared.findings.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
@@ -87,6 +91,10 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
         raise BundleError(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
                           hint="`make image` to build it, or `bundle pull` to fetch the published one",
                           exit_code=EXIT_ENVIRONMENT)
+    if getattr(args, "monitoring", False):
+        from bundle.images import prometheus
+
+        prometheus.ensure_image()
     rendered.write()
     run_dir = runstate.new_run_dir(project, "launch")
     _record_collectives(decision, project, run_dir)
@@ -126,6 +134,11 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
     console.print(f"[green]ready[/] in {ready.seconds:.0f} s")
     _attest(dep, rendered, run_dir, console)
     console.print(f"\nendpoint: [bold]{front.url}[/] (model {front.model})")
+    if getattr(args, "monitoring", False):
+        host = rendered.env["HOST_ADDRESS"]
+        console.print(f"monitoring: Grafana http://{host}:{rendered.env.get('GRAFANA_HOST_PORT', '3000')}, "
+                      f"Prometheus http://{host}:{rendered.env.get('PROMETHEUS_HOST_PORT', '9090')} "
+                      f"(alerts: docs/monitoring.md)", markup=False)
     console.print("try it:\n  " + front.example_request(), markup=False)
     return 0
 

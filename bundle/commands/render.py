@@ -87,7 +87,8 @@ def _run_k8s(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     written = rendered.write(Path(args.output))
     checked = (f"checked: built-in kinds by kubernetes-validate (Kubernetes {manifests.KUBERNETES_VERSION}, "
-               f"strict), LeaderWorkerSet by {manifests.LWS_SCHEMA_PATH.name}")
+               f"strict), LeaderWorkerSet by {manifests.LWS_SCHEMA_PATH.name}, the Prometheus Operator's "
+               f"PodMonitor/PrometheusRule by {', '.join(p.name for p in manifests.OPERATOR_SCHEMAS.values())}")
     if args.kubectl_dry_run:
         ok, text = manifests.kubectl_dry_run(Path(args.output))
         if ok is False:

@@ -143,6 +143,18 @@ class Lifecycle:
 
 
 @dataclass(frozen=True)
+class Monitoring:
+    """Prometheus' scrape interval and the alert thresholds (bundle/monitoring/rules.py)."""
+
+    scrape_interval: str
+    down_for: str
+    ttft_objective_ms: float
+    tpot_objective_ms: float
+    kv_transfer_min_gb_s: float
+    kv_cache_full_ratio: float
+
+
+@dataclass(frozen=True)
 class SmokeCheck:
     prompt: str
     expect: str
@@ -267,6 +279,7 @@ class Deployment:
     smoke: Smoke
     bench: Bench
     kubernetes: Kubernetes
+    monitoring: Monitoring
 
     @property
     def model_path(self) -> str:
@@ -349,6 +362,7 @@ def build(source: Source, merged: dict) -> Deployment:
                     baseline=Baseline(base.get("label"), base.get("output_throughput"), base.get("tpot_ms"),
                                       base.get("ttft_ms")) if base else None),
         kubernetes=_kubernetes(merged),
+        monitoring=Monitoring(**merged["monitoring"]),
     )
 
 

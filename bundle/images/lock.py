@@ -118,11 +118,12 @@ def _read_lock(path: Path, version: tuple | None) -> Lock:
 
 
 def _hashed_view(data: dict) -> dict:
-    """The lock without [image], [model], [model_0731] and [standin]: where an image is published (repo,
-    digest) is not what it holds, and the digest is recorded after publishing, which must not change the
-    hash it was built from; the checkpoints are not in the image either, nor the stand-in base of a build
-    without a GPU (the lock file pins them all; the hash names what the GPU image holds)."""
-    return {k: v for k, v in data.items() if k not in ("image", "model", "model_0731", "standin")}
+    """The lock without [image], [model], [model_0731], [standin] and [monitoring]: where an image is
+    published (repo, digest) is not what it holds, and the digest is recorded after publishing, which must
+    not change the hash it was built from; the checkpoints are not in the image either, nor the stand-in
+    base of a build without a GPU, nor the monitoring profile's images (the lock file pins them all; the
+    hash names what the GPU image holds)."""
+    return {k: v for k, v in data.items() if k not in ("image", "model", "model_0731", "standin", "monitoring")}
 
 
 def compute_hash(data: dict, requirement_locks: tuple[Path, ...] | list[Path]) -> str:

@@ -20,6 +20,8 @@ from bundle.config import levers
 from bundle.config.model import Deployment, Role, RouterSection
 from bundle.config.source import SAFE_LOADER
 from bundle.errors import ConfigError
+from bundle.monitoring.files import DIR_NAME as MONITORING_DIR_NAME, monitoring_files
+from bundle.monitoring.scrape import ROUTER_METRICS_PORT
 from bundle.render.interpolate import split_command
 from bundle.topology import REHEARSAL_ENGINE, ROUTER_MODULE, SERVER_MODULE, Topology, rehearsal_mode
 
@@ -49,6 +51,9 @@ class Rendered:
     role_env: dict[str, dict[str, str]] = field(default_factory=dict)  # service -> its extra environment
     source_name: str = "bundle.yaml"
     collectives: levers.Collectives | None = None  # the PCIe-safe collectives decision rendered in
+    # The monitoring profile's files (prometheus.yml, rules, Grafana's), relative to run_dir/monitoring/:
+    # written with the env file whether or not the profile is on, so COMPOSE_PROFILES=monitoring works.
+    monitoring_files: dict[str, str] = field(default_factory=dict)
 
     @property
     def env_file(self) -> Path:
@@ -66,6 +71,10 @@ class Rendered:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for service, env in self.role_env.items():
             _write_env_file(self.run_dir / f"{service}.env", env, (service, "env"), self.source_name)
+        for relative, text in self.monitoring_files.items():
+            path = self.run_dir / MONITORING_DIR_NAME / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
         _write_env_file(self.env_file, self.env, ("(rendered)",), self.source_name)
         return self.env_file
 
@@ -77,9 +86,10 @@ class Rendered:
 
 def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal: bool | str = False,
            extra_env: dict[str, str] | None = None,
-           collectives: levers.Collectives | None = None) -> Rendered:
+           collectives: levers.Collectives | None = None, monitoring: bool = False) -> Rendered:
     """Every variable topology's compose file reads, from the config; `extra_env` (the rehearsal's
-    values, a test's overrides) wins. `collectives`: launch's per-host decision for
+    values, a test's overrides) wins. `monitoring`: the monitoring profile on (with Grafana and the
+    DCGM exporter outside a rehearsal). `collectives`: launch's per-host decision for
     levers.pcie_safe_collectives: auto (without one, auto renders the safe setting). Reads the
     compose files; writes nothing."""
     collectives = collectives or levers.unprobed_collectives(dep.levers)
@@ -117,7 +127,12 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
     if topology.max_replicas > 1:
         # The router's --worker-urls: one URL per replica `up` starts.
         env["DP_WORKER_URLS"] = " ".join(f"http://{role.name}:{dep.network.worker_port}" for role in roles)
+    env.update(_monitoring_env(topology, run_dir))
     profiles = topology.profiles_for(dep.replicas(topology))
+    if monitoring:
+        # A rehearsal runs Prometheus only: Grafana and the DCGM exporter come from a registry and
+        # the exporter needs GPUs (docs/monitoring.md).
+        profiles += ["monitoring"] if rehearsal else ["monitoring", "grafana", "gpu-metrics"]
     if profiles:
         env["COMPOSE_PROFILES"] = ",".join(profiles)  # so plain `docker compose --env-file` agrees
     env.update(extra_env or {})
@@ -132,7 +147,22 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
                     profiles=tuple(profiles),
                     commands={name: split_command(template, env) for name, template in services.items()},
                     templates=services, run_dir=run_dir, role_env=role_env, source_name=dep.source.name,
-                    collectives=collectives)
+                    collectives=collectives,
+                    monitoring_files=monitoring_files(
+                        topology, dep.monitoring, worker_port=dep.network.worker_port, rehearsal=rehearsal,
+                        gpu_host=not rehearsal, active={s.name for s in topology.active_services(dep.replicas(topology))}))
+
+
+def _monitoring_env(topology: Topology, run_dir: Path) -> dict[str, str]:
+    """What compose/monitoring.yaml reads: its images (lock.toml's [monitoring]; Prometheus built
+    here), the rendered files and the network it joins."""
+    from bundle.images import prometheus
+    from bundle.images.lock import load_lock
+
+    pins = load_lock().table("monitoring")
+    return {"MONITORING_DIR": str(run_dir / MONITORING_DIR_NAME), "MONITORING_NETWORK": topology.network,
+            "PROMETHEUS_IMAGE": prometheus.image_tag(), "GRAFANA_IMAGE": pins["grafana"],
+            "DCGM_EXPORTER_IMAGE": pins["dcgm_exporter"], "ROUTER_METRICS_PORT": str(ROUTER_METRICS_PORT)}
 
 
 def _gpu_list(gpus) -> str:

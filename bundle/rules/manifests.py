@@ -19,6 +19,10 @@ from bundle.config.source import format_path
 KUBERNETES_VERSION = "1.30"
 LWS_SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "leaderworkerset-v1.schema.json"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
+# The Prometheus Operator's kinds (monitoring.coreos.com/v1), held to schemas of the fields written.
+OPERATOR_SCHEMAS = {("monitoring.coreos.com/v1", kind): Path(__file__).resolve().parent / "schemas" / file
+                    for kind, file in (("PodMonitor", "podmonitor-v1.schema.json"),
+                                       ("PrometheusRule", "prometheusrule-v1.schema.json"))}
 
 
 @lru_cache(maxsize=1)
@@ -32,17 +36,24 @@ def problems(objects, names) -> list[str]:
     for name, obj in zip(names, objects):
         if obj.get("apiVersion") == LWS_API and obj.get("kind") == "LeaderWorkerSet":
             out += [f"{name}: {line}" for line in lws_problems(obj)]
+        elif (obj.get("apiVersion"), obj.get("kind")) in OPERATOR_SCHEMAS:
+            schema = json.loads(OPERATOR_SCHEMAS[(obj["apiVersion"], obj["kind"])].read_text())
+            out += [f"{name}: {line}" for line in schema_problems(obj, schema)]
         else:
             out += [f"{name}: {line}" for line in builtin_problems(obj)]
     return out
 
 
-def lws_problems(obj: dict) -> list[str]:
+def schema_problems(obj: dict, schema: dict) -> list[str]:
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(lws_schema())
-    out = [_line(tuple(e.absolute_path), _message(e)) for e in
-           sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path)))]
+    validator = jsonschema.Draft202012Validator(schema)
+    return [_line(tuple(e.absolute_path), _message(e)) for e in
+            sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path)))]
+
+
+def lws_problems(obj: dict) -> list[str]:
+    out = schema_problems(obj, lws_schema())
     template = obj.get("spec", {}).get("leaderWorkerTemplate", {})
     for key in ("leaderTemplate", "workerTemplate"):
         if isinstance(template.get(key), dict):

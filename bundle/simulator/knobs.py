@@ -46,6 +46,7 @@ class Knobs:
     # SIM_KV_WAIT_SECS: how long decode waits for prefill's KV before failing the request; SGLang's
     # own SGLANG_DISAGGREGATION_WAITING_TIMEOUT (the compose files set it) is the default.
     kv_wait_secs: float = 300.0
+    kv_gb_s: float = 20.0  # SIM_KV_GB_S: the KV transfer speed decode reports (cuda_ipc-like; ~1 is TCP's)
 
     @classmethod
     def from_env(cls) -> Knobs:
@@ -62,6 +63,7 @@ class Knobs:
             long_prompt_fail=_env_bool("SIM_LONG_PROMPT_FAIL"),
             kv_wait_secs=_env_float(
                 "SIM_KV_WAIT_SECS", _env_float("SGLANG_DISAGGREGATION_WAITING_TIMEOUT", 300.0)),
+            kv_gb_s=_env_float("SIM_KV_GB_S", 20.0),
         )
 
     def update(self, changes: dict) -> None:

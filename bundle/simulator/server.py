@@ -22,7 +22,7 @@ from bundle.simulator.answers import plan_output
 from bundle.simulator.args import LaunchArgs
 from bundle.simulator.knobs import LONG_PROMPT_TOKENS, Knobs
 from bundle.simulator.resolve import resolve_like_sglang
-from bundle.simulator.metrics import Counters
+from bundle.simulator.metrics import Counters, ServingMetrics
 from bundle.simulator.model import SimulatedModel
 
 log = logging.getLogger("simulator")
@@ -51,6 +51,7 @@ SGLANG_VERSION = pinned_sglang_version()
 # SGLang's /health gives up on a stuck scheduler after this long and answers 503.
 HEALTH_CHECK_TIMEOUT = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
 MAX_HANG_SECS = 3600.0  # a hung request still ends some day: loops are bounded
+KV_SHARE_PER_REQUEST = 0.01  # simulated sglang:token_usage per running request
 DEFAULT_MAX_NEW_TOKENS = 128  # SGLang's default for /generate
 
 
@@ -102,6 +103,8 @@ class Simulator:
         self.started_wall = time.time()
         self._started = time.monotonic()
         self.counters = Counters(launch.served_model_name, self.role)
+        self.serving = ServingMetrics(launch.served_model_name, self.role,
+                                      cuda_graph=not launch.get("disable_cuda_graph", False))
         self.board = pd.RoomBoard()
         self.generations = 0
         self.rng = random.Random(knobs.seed)
@@ -168,6 +171,7 @@ class Simulator:
                                       "bootstrap_room (send requests through the router)",
                                  "invalid_request_error")
         self.running += 1
+        began, first_token_at = time.monotonic(), None
         try:
             if self.role == "prefill":
                 # Prefill computes the prompt's KV (and the first token), hands it over, and is done.
@@ -184,8 +188,11 @@ class Simulator:
             elif self.role == "decode":
                 if not fake:
                     try:
+                        fetch_began = time.monotonic()
                         await pd.fetch_kv(req.bootstrap_host, int(req.bootstrap_port or 0),
                                           req.bootstrap_room, self.knobs.kv_wait_secs)
+                        self.serving.kv_transfer(gb_s=self.knobs.kv_gb_s,
+                                                 latency_ms=(time.monotonic() - fetch_began) * 1000)
                     except pd.KVTransferError as exc:
                         self.counters.add("sglang:num_transfer_failed_reqs_total")
                         log.error("%s", exc)
@@ -202,6 +209,10 @@ class Simulator:
                 if delay > 0:
                     await asyncio.sleep(delay)
                 await self._hang_while_told()
+                if first_token_at is None:
+                    first_token_at = time.monotonic()
+                if self.role != "prefill":
+                    self.serving.decode_step()
                 piece = self.model.tokenizer.id_to_token(token_id) or ""
                 text = piece if k == 0 else f"{text} {piece}"
                 last = k == len(ids) - 1
@@ -212,6 +223,9 @@ class Simulator:
             if not health:
                 self.counters.request_done(streaming=req.stream, prompt_tokens=len(req.prompt_ids),
                                            completion_tokens=len(ids))
+                self.serving.request_done(
+                    ttft_s=None if first_token_at is None else first_token_at - began,
+                    e2e_s=time.monotonic() - began, output_tokens=len(ids))
                 if self.role == "decode" and not fake:
                     log.info("Decode batch. #running-req: %d, #token: %d, bootstrap_room: %s",
                              self.running, len(req.prompt_ids) + len(ids), req.bootstrap_room)
@@ -433,7 +447,9 @@ def create_app(sim: Simulator) -> FastAPI:
         # SGLang serves /metrics only with --enable-metrics; so does the simulator.
         if not sim.launch.get("enable_metrics", False):
             return JSONResponse({"detail": "Not Found"}, status_code=404)
-        return PlainTextResponse(sim.counters.render(), media_type="text/plain; version=0.0.4")
+        # Simulated KV use: each running request holds a share of the pool.
+        sim.serving.set_load(running=sim.running, queued=0, token_usage=min(1.0, sim.running * KV_SHARE_PER_REQUEST))
+        return PlainTextResponse(sim.counters.render() + sim.serving.render(), media_type="text/plain; version=0.0.4")
 
     # ---- generation --------------------------------------------------------------------------
     async def body_of(request: Request) -> dict:

@@ -19,7 +19,8 @@ from bundle.config.model import Deployment, Role
 from bundle.config.source import format_path
 from bundle.render.compose import ROUTER_PORT, Rendered
 from bundle.render.k8s import commands as cmd
-from bundle.render.k8s import pods
+from bundle.render.k8s import monitoring, pods
+from bundle.monitoring.scrape import ROUTER_METRICS_PORT
 from bundle.topology import PREFILL, ROUTER, ROUTER_MODULE, SERVER_HEALTH_PATH, SERVER_MODULE, \
     ROUTER_READINESS_PATH, Topology
 
@@ -133,6 +134,7 @@ class _Builder:
             self.objects.append(self.front_service(
                 {cmd.LWS_NAME_LABEL: self.lws_name(role), cmd.LWS_WORKER_INDEX_LABEL: "0"},
                 self.dep.network.worker_port))
+        self.objects += monitoring.objects(self, sorted({r.service.role for r in roles}), self.topology.has_router)
         return K8sRendered(self.topology, self.k8s.namespace, tuple(self.objects), self.commands,
                            self.compose_services, tuple(self.warnings), self.dep.source.name)
 
@@ -252,7 +254,8 @@ class _Builder:
             "name": "smg", "image": self.image, "imagePullPolicy": self.k8s.image_pull_policy,
             "command": pods.ENTRYPOINT, "args": full,
             **({"env": pods.env_list(env)} if env else {}),
-            "ports": [{"name": "http", "containerPort": ROUTER_PORT}],
+            "ports": [{"name": "http", "containerPort": ROUTER_PORT},
+                      {"name": monitoring.ROUTER_METRICS_PORT_NAME, "containerPort": ROUTER_METRICS_PORT}],
             # compose's router healthcheck: /readiness every 5 s, 10 s timeout, 3 retries, 5 min to
             # start. Readiness keeps the front Service empty until a worker (pd: a pair) is
             # healthy; liveness asks only whether smg itself answers.

@@ -1,0 +1,79 @@
+"""`bundle top [tp4|pd|dp] [--interval SECONDS] [--watch] [--json]`: the live figures per server
+(tok/s, TTFT, TPOT, queue, running, KV use, KV transfer speed), read from each server's /metrics
+inside its container, twice, `--interval` apart: for a terminal or an SSH session, without Grafana."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from bundle.commands._common import add_config_argument, add_topology_argument
+
+HELP = "live figures per server from its metrics: tok/s, TTFT, TPOT, queue, KV use, KV transfer speed"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_topology_argument(parser, optional=True, default_help="the one that is up")
+    add_config_argument(parser)
+    parser.add_argument("--interval", type=float, default=3.0, metavar="SECONDS",
+                        help="time between the two readings rates and means are taken over (default 3)")
+    parser.add_argument("--watch", action="store_true", help="repeat until interrupted")
+    parser.add_argument("--json", action="store_true", help="machine-readable output (one reading)")
+
+
+def _reading(workers, services) -> dict[str, dict[str, float]]:
+    from bundle.stack.workers import parse_prometheus
+
+    out = {}
+    for service in services:
+        reply = workers.get(service, "/metrics", timeout=5)
+        out[service] = parse_prometheus(reply.text) if reply.status == 200 else {}
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from bundle.commands._target import one_running
+    from bundle.errors import EXIT_USAGE, BundleError
+    from bundle.monitoring.live import figures
+    from bundle.stack.workers import ComposeWorkers
+
+    if args.interval <= 0:
+        raise BundleError(f"--interval {args.interval}: must be above 0 seconds", exit_code=EXIT_USAGE,
+                          hint="e.g. --interval 3")
+    target = one_running(args, verb="top")
+    running = {s.service for s in target.stack().states() if s.state == "running"}
+    services = [s.name for s in target.topology.servers if s.name in running]
+    workers = ComposeWorkers(target.stack(), {name: name for name in services}, port=target.dep.network.worker_port)
+    while True:
+        before = _reading(workers, services)
+        began = time.monotonic()
+        time.sleep(args.interval)
+        after = _reading(workers, services)
+        seconds = time.monotonic() - began
+        rows = [figures(s, before[s], after[s], seconds) for s in services]
+        if args.json:
+            print(json.dumps([r.as_dict() for r in rows], indent=2))
+            return 0
+        _print(target.project, rows, seconds)
+        if not args.watch:
+            return 0
+
+
+def _cell(value, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _print(project: str, rows, seconds: float) -> None:
+    from rich.table import Table
+
+    from bundle.verify import report
+
+    table = Table(title=f"{project}: over the last {seconds:.1f} s", title_justify="left")
+    for column in ("server", "tok/s", "TTFT ms", "TPOT ms", "queue", "running", "KV use", "KV GB/s"):
+        table.add_column(column, justify="left" if column == "server" else "right")
+    for r in rows:
+        table.add_row(r.service, _cell(r.tokens_per_s, ".1f"), _cell(r.ttft_ms, ".0f"), _cell(r.tpot_ms, ".1f"),
+                      _cell(r.queue, ".0f"), _cell(r.running, ".0f"), _cell(r.kv_use, ".0%"),
+                      _cell(r.kv_transfer_gb_s, ".1f"))
+    report.console().print(table)

@@ -1,0 +1,68 @@
+"""The monitoring profile's Prometheus image: Debian bookworm's `prometheus` package on the project's
+Debian root (docker/prometheus.Dockerfile), built once per hash of its inputs like the rehearsal
+image, so no registry is needed.
+
+    python -m bundle.images.prometheus image      # build if missing, print the tag
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+from bundle.errors import BundleError
+from bundle.images.lock import load_lock
+from bundle.images.rehearsal import DEBOOTSTRAP_BASE, make_base_image
+from bundle.paths import docker_dir
+from bundle.stack import docker
+
+IMAGE_REPOSITORY = "sglang-bundle/prometheus"
+
+
+def _dockerfile():
+    return docker_dir() / "prometheus.Dockerfile"
+
+
+def package_version() -> str:
+    return load_lock().table("monitoring")["prometheus_debian_version"]
+
+
+def image_tag() -> str:
+    """sglang-bundle/prometheus:<hash of the Dockerfile, the package version and the base>."""
+    digest = hashlib.sha256(_dockerfile().read_bytes())
+    digest.update(package_version().encode() + b"\0" + DEBOOTSTRAP_BASE.encode())
+    return f"{IMAGE_REPOSITORY}:{digest.hexdigest()[:12]}"
+
+
+def ensure_image() -> str:
+    """Build the image unless one with the current inputs' tag exists; return its tag."""
+    tag = image_tag()
+    if docker.image_exists(tag):
+        return tag
+    if not docker.image_exists(DEBOOTSTRAP_BASE):
+        make_base_image()
+    print(f"monitoring: building {tag} (Debian's prometheus {package_version()}) ...", flush=True)
+    docker.build_image_engine_buildkit(context=docker_dir(), dockerfile=_dockerfile(), tags=[tag],
+                                       build_args={"BASE_IMAGE": DEBOOTSTRAP_BASE,
+                                                   "PROMETHEUS_VERSION": package_version()},
+                                       labels={"io.sglang-bundle.prometheus-inputs": tag.split(":")[1]})
+    return tag
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["image"]:
+        print(ensure_image())
+        return 0
+    if argv[:1] == ["tag"]:
+        print(image_tag())
+        return 0
+    print("usage: python -m bundle.images.prometheus image | tag", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BundleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)

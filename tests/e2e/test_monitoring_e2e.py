@@ -1,0 +1,117 @@
+"""`bundle launch pd --rehearsal --monitoring` on the real engine: a real Prometheus (Debian's, built
+on the project's Debian root) scrapes both servers and the router, all up; a frozen decode worker
+(`docker pause`) fires the worker-down alert within the rule's `for:` plus two scrape intervals, and
+the alert clears once it is unpaused. One stack for all of it (the rehearsal's 2 s intervals)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+
+from bundle.cli import main
+from bundle.config.loader import load_config
+from bundle.monitoring.files import REHEARSAL_SCRAPE_INTERVAL
+from bundle.monitoring.rules import Thresholds
+from bundle.durations import parse_duration
+from tests.conftest import compose_project, write_config
+from tests.sim_process import free_port
+
+pytestmark = pytest.mark.docker
+# Alerts that say the paused decode worker is out: Prometheus' own scrape, or the router's view.
+WORKER_DOWN = {"TargetDown", "RouterWorkerUnhealthy", "NoHealthyWorker"}
+POLL = 0.5
+
+
+def _api(prometheus: str, path: str) -> dict:
+    reply = requests.get(f"{prometheus}/api/v1/{path}", timeout=5)
+    reply.raise_for_status()
+    return reply.json()["data"]
+
+
+def _wait(what: str, check, timeout: float):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except requests.RequestException as exc:
+            last = type(exc).__name__
+        time.sleep(POLL)
+    raise AssertionError(f"{what} not within {timeout:.0f} s (last: {last})")
+
+
+def _firing(prometheus: str) -> set[tuple[str, str]]:
+    return {(a["labels"]["alertname"], a["labels"].get("job", "") + a["labels"].get("worker", ""))
+            for a in _api(prometheus, "alerts")["alerts"] if a["state"] == "firing"}
+
+
+@pytest.mark.timeout(480)
+def test_prometheus_scrapes_everything_and_a_paused_decode_fires_and_clears_its_alert(
+        tmp_path, runs_dir, monkeypatch, capsys):
+    port = free_port()
+    monkeypatch.setenv("PROMETHEUS_HOST_PORT", str(port))  # compose reads the shell before the env file
+    prometheus = f"http://127.0.0.1:{port}"
+    front = free_port()
+    with compose_project("monitoring") as name:
+        config = write_config(tmp_path, f"project: {name}\nnetwork:\n  front_port: {front}\n")
+        assert main(["launch", "pd", "--rehearsal", "--monitoring", "-c", str(config)]) == 0
+        assert "monitoring: " in capsys.readouterr().out
+
+        # `bundle top` while requests flow: the figures come from the servers' own /metrics.
+        load = threading.Thread(target=_chats, args=(f"http://127.0.0.1:{front}", 4))
+        load.start()
+        assert main(["top", "pd", "-c", str(config), "--interval", "3", "--json"]) == 0
+        load.join()
+        rows = {r["service"]: r for r in json.loads(capsys.readouterr().out)}
+        assert set(rows) == {"prefill", "decode"}
+        assert rows["decode"]["tokens_per_s"] > 0 and rows["decode"]["kv_transfer_gb_s"] > 0
+
+        # Every server and the router, scraped by a real Prometheus over the compose network.
+        def all_up():
+            targets = _api(prometheus, "targets")["activeTargets"]
+            health = {t["labels"]["job"]: t["health"] for t in targets}
+            return health if health == {"prefill": "up", "decode": "up", "router": "up"} else None
+        _wait("all targets up", all_up, 60)
+        assert not {a for a in _firing(prometheus) if a[0] in WORKER_DOWN}
+
+        # Freeze decode: its processes stop, its sockets stay open (a hang, not an exit).
+        decode = f"{name}-pd-decode-1"
+        subprocess.run(["docker", "pause", decode], check=True, capture_output=True)
+        paused_at = time.monotonic()
+        try:
+            fired = _wait("a worker-down alert", lambda: {a for a in _firing(prometheus) if a[0] in WORKER_DOWN}, 90)
+            took = time.monotonic() - paused_at
+        finally:
+            subprocess.run(["docker", "unpause", decode], capture_output=True)
+        unpaused_at = time.monotonic()
+        rehearsal = Thresholds.of(_monitoring_defaults(), rehearsal=True)
+        budget = parse_duration(rehearsal.down_for) + 2 * parse_duration(REHEARSAL_SCRAPE_INTERVAL)
+        print(f"worker-down alert firing {took:.1f} s after the pause ({sorted(fired)}); budget {budget:.0f} s "
+              f"plus the {POLL} s poll")
+        # Only the frozen worker is reported: its own scrape, or the router's view of it.
+        assert all("decode" in who for _, who in fired), fired
+        assert took <= budget + POLL + 1
+
+        _wait("the worker-down alerts clear",
+              lambda: not {a for a in _firing(prometheus) if a[0] in WORKER_DOWN} or None, 90)
+        print(f"cleared {time.monotonic() - unpaused_at:.1f} s after the unpause")
+        assert all_up()
+
+
+def _chats(front: str, n: int) -> None:
+    model = load_config(None).served_name
+    for _ in range(n):
+        requests.post(f"{front}/v1/chat/completions", timeout=30, json={
+            "model": model, "max_tokens": 16,
+            "messages": [{"role": "user", "content": "What is the capital of France?"}]})
+
+
+def _monitoring_defaults():
+    return load_config(None).monitoring

@@ -1,0 +1,80 @@
+"""`bundle render --target k8s` writes the monitoring objects: PodMonitors that select exactly the
+servers' leader pods (the ones serving /metrics) and the router's metrics port, the compose
+profile's alert rules as a PrometheusRule, the dashboard as a ConfigMap; all checked offline, and a
+wrong field is refused naming the manifest and the field."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from bundle.config.loader import load_config
+from bundle.monitoring import dashboards
+from bundle.monitoring.rules import Thresholds, alerts
+from bundle.render import k8s
+from bundle.render.compose import program_args
+from bundle.rules import manifests
+from bundle.topology import ROUTER_MODULE
+from tests.conftest import render_for
+
+pytestmark = pytest.mark.usefixtures("runs_dir")
+
+
+def _matches(selector: dict, labels: dict) -> bool:
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    return all(labels.get(e["key"]) in e["values"] for e in selector.get("matchExpressions", []))
+
+
+@pytest.fixture(scope="module")
+def pd():
+    dep = load_config(None)
+    return k8s.render(dep, render_for(dep, "pd"))
+
+
+def _kind(rendered, kind):
+    return [o for o in rendered.objects if o["kind"] == kind]
+
+
+def test_the_server_pod_monitor_selects_the_leaders_only_and_the_router_monitor_its_metrics_port(pd):
+    servers, router = sorted(_kind(pd, "PodMonitor"), key=lambda o: o["metadata"]["name"])[::-1]
+    assert servers["metadata"]["name"].endswith("-servers")
+    for lws in _kind(pd, "LeaderWorkerSet"):
+        template = lws["spec"]["leaderWorkerTemplate"]
+        leader = {**template["leaderTemplate"]["metadata"]["labels"], "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+        worker = {**template["workerTemplate"]["metadata"]["labels"], "leaderworkerset.sigs.k8s.io/worker-index": "1"}
+        assert _matches(servers["spec"]["selector"], leader)
+        assert not _matches(servers["spec"]["selector"], worker)  # other ranks serve no HTTP
+        ports = {p["name"] for p in template["leaderTemplate"]["spec"]["containers"][0]["ports"]}
+        assert servers["spec"]["podMetricsEndpoints"][0]["port"] in ports
+    (deployment,) = _kind(pd, "Deployment")
+    pod = deployment["spec"]["template"]
+    assert _matches(router["spec"]["selector"], pod["metadata"]["labels"])
+    assert not _matches(servers["spec"]["selector"], pod["metadata"]["labels"])
+    container = pod["spec"]["containers"][0]
+    port = {p["name"]: p["containerPort"] for p in container["ports"]}[router["spec"]["podMetricsEndpoints"][0]["port"]]
+    args = program_args(container["args"], ROUTER_MODULE) or container["args"]
+    assert args[args.index("--prometheus-port") + 1] == str(port)
+    assert "api" not in json.dumps(router["spec"]).lower()  # no key, no auth in a scrape
+
+
+def test_the_rules_and_the_dashboard_are_the_compose_profiles_own(pd):
+    (rule,) = _kind(pd, "PrometheusRule")
+    names = [r["alert"] for r in rule["spec"]["groups"][0]["rules"]]
+    assert names == [a.name for a in alerts(Thresholds.of(load_config(None).monitoring))]
+    (board,) = [o for o in _kind(pd, "ConfigMap") if o["metadata"]["labels"].get("grafana_dashboard") == "1"]
+    assert json.loads(board["data"]["sglang-bundle.json"]) == dashboards.dashboard()
+
+
+def test_every_monitoring_manifest_passes_its_schema_and_a_wrong_field_is_named(pd):
+    picked = [(n, o) for n, o in zip(pd.file_names(), pd.objects) if o["kind"] in ("PodMonitor", "PrometheusRule",
+                                                                                  "ConfigMap")]
+    assert len(picked) == 4
+    assert manifests.problems([o for _, o in picked], [n for n, _ in picked]) == []
+    name, monitor = next((n, o) for n, o in picked if o["kind"] == "PodMonitor")
+    broken = copy.deepcopy(monitor)
+    broken["spec"]["podMetricsEndpoints"][0]["intervall"] = "15s"
+    (problem,) = manifests.problems([broken], [name])
+    assert problem.startswith(f"{name}: spec.podMetricsEndpoints[0]") and "intervall" in problem
