@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="list what is newer than the lock and which of it the pinned SGLang allows")
     parser.add_argument("--index", type=Path, metavar="FILE",
                         help="with --check: read releases from this saved index snapshot (JSON) instead of PyPI")
+    parser.add_argument("--save-index", type=Path, metavar="FILE",
+                        help="with --check: also write what was read from PyPI as an index snapshot")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the text")
     add_config_argument(parser)
 
@@ -52,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         from bundle.upgrade import check
 
-        result = check.check(args.lock, index_file=args.index, progress=lambda m: err.print(m, markup=False))
+        result = check.check(args.lock, index_file=args.index, save_index=args.save_index,
+                             progress=lambda m: err.print(m, markup=False))
         print(json.dumps(result, indent=1) if args.json else render.check_text(result))
         return 0
     if args.to and args.target:

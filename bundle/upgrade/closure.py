@@ -30,11 +30,12 @@ def environment(python_version: str) -> dict[str, str]:
             "extra": ""}
 
 
-def exact_pins(metadata_text: str, python_version: str) -> dict[str, str]:
-    """canonical name -> version for every unconditional (for this platform) `==` requirement."""
+def requirements(metadata_text: str, python_version: str) -> dict[str, str]:
+    """canonical name -> specifier ("==0.4.10", ">=1.2", "" for any) of every requirement that applies
+    on the image's platform without extras."""
     meta = Parser().parsestr(metadata_text)
     env = environment(python_version)
-    pins = {}
+    out = {}
     for line in meta.get_all("Requires-Dist") or []:
         try:
             req = Requirement(line)
@@ -42,10 +43,14 @@ def exact_pins(metadata_text: str, python_version: str) -> dict[str, str]:
             continue
         if req.marker is not None and not req.marker.evaluate(env):
             continue
-        specs = list(req.specifier)
-        if len(specs) == 1 and specs[0].operator == "==":
-            pins[canonicalize_name(req.name)] = specs[0].version
-    return pins
+        out[canonicalize_name(req.name)] = str(req.specifier)
+    return out
+
+
+def exact_pins(metadata_text: str, python_version: str) -> dict[str, str]:
+    """canonical name -> version for every unconditional (for this platform) `==` requirement."""
+    return {name: spec[2:] for name, spec in requirements(metadata_text, python_version).items()
+            if spec.startswith("==") and "," not in spec and "*" not in spec}
 
 
 def wheel_metadata(wheel: Path) -> str:
@@ -83,3 +88,7 @@ def download_wheel(package: str, version: str, python_version: str | None, into:
 
 def release_pins(package: str, version: str, python_version: str, wheel_dir: Path) -> dict[str, str]:
     return exact_pins(wheel_metadata(download_wheel(package, version, python_version, wheel_dir)), python_version)
+
+
+def release_requirements(package: str, version: str, python_version: str, wheel_dir: Path) -> dict[str, str]:
+    return requirements(wheel_metadata(download_wheel(package, version, python_version, wheel_dir)), python_version)

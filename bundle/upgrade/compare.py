@@ -164,7 +164,8 @@ def code_findings(libs: list[dict], new: dict, dep) -> tuple[list[dict], list[di
         users = needed.get(lib["path"], [])
         if lib["change"] == "lost":
             if users:
-                server, choice, field = users[0]
+                # A lever's choice first: the fix is there (another value), not in the lock.
+                server, choice, field = sorted(users, key=lambda u: u[2] not in LEVER_PATH)[0]
                 where = (_lever_where(dep, LEVER_PATH[field]) if field in LEVER_PATH else
                          _lock_line(new["lock"], LIB_OWNER.get(lib["path"].split("/")[0], "sglang")))
                 breaks.append({"what": f"{lib['path']} lost its sm_120 code (now cubins "

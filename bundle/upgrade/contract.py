@@ -159,8 +159,6 @@ def affected(diff: list[dict], new_spec: dict, uses: list[dict], program: str) -
                                                f"({change['what']})"})
             elif change["kind"] == "retyped":
                 breaks.append(item)
-            elif change["kind"] == "choices":
-                attention.append(item)
     # The catch-all: the whole line through the new parser (an arity or type change the diff names too).
     for use in {u["server"]: u for u in uses if u["program"] == program}.values():
         try:

@@ -103,9 +103,9 @@ def build_and_audit(lock: Lock, *, config: str | None, config_name: str, fresh: 
     return found
 
 
-def side(label: str, lock: Lock, *, wheel_dir: Path, build: bool, config: str | None, config_name: str,
+def side(label: str, lock: Lock, facts: dict, *, build: bool, config: str | None, config_name: str,
          fresh: bool, progress: Progress) -> dict:
-    facts = release_facts(lock, wheel_dir)
+    """One side of the report: the lock, its release facts (release_facts) and, with `build`, its audit."""
     audit = None
     if build:
         full = build_and_audit(lock, config=config, config_name=config_name, fresh=fresh, progress=progress)

@@ -58,14 +58,19 @@ def new_pins(old: Lock, package: str, version: str) -> tuple[dict[str, str], set
     if canonicalize_name(package) == RELEASE:
         new_release = closure.release_pins(RELEASE, version, python, wheel_dir())
         return scratch.pins_to_take(table, RELEASE, version, new_release), set(old_release) | {RELEASE}
-    pinned_by = old_release.get(canonicalize_name(package))
+    refuse_if_pinned(package, version, table[RELEASE], old_release)
+    return {key: version}, {canonicalize_name(package)}
+
+
+def refuse_if_pinned(package: str, version: str, sglang: str, sglang_pins: dict[str, str]) -> None:
+    """A BundleError when the pinned SGLang requires another exact version of `package`."""
+    pinned_by = sglang_pins.get(canonicalize_name(package))
     if pinned_by is not None and pinned_by != version:
-        raise BundleError(f"{package} {version}: sglang {table[RELEASE]} requires {package}=={pinned_by} exactly; "
+        raise BundleError(f"{package} {version}: sglang {sglang} requires {package}=={pinned_by} exactly; "
                           f"{package} moves only with an SGLang that requires {version}",
                           exit_code=EXIT_CONFIG,
                           hint=f"`bundle upgrade --check` names the SGLang releases that require it; then "
                                f"`bundle upgrade sglang==THAT`")
-    return {key: version}, {canonicalize_name(package)}
 
 
 def run(req: Request, progress: Progress = print) -> dict:
@@ -94,12 +99,13 @@ def run(req: Request, progress: Progress = print) -> dict:
     progress(f"    new lock {new.path} (hash {new.hash})")
     announce(f"reading the parsers and guards of sglang {old.pins['sglang']} / {new.pins['sglang']}, "
              f"smg {old.pins['smg']} / {new.pins['smg']} (wheels --no-deps, no build)")
+    facts = {"old": gather.release_facts(old, wheel_dir()), "new": gather.release_facts(new, wheel_dir())}
     config_name = _config_name(req.config)
     sides = {}
     for label, lock in (("old", old), ("new", new)):
         if req.build:
             announce(f"{label} side: stand-in build and audit of lock {lock.hash}")
-        sides[label] = gather.side(label, lock, wheel_dir=wheel_dir(), build=req.build, config=req.config,
+        sides[label] = gather.side(label, lock, facts[label], build=req.build, config=req.config,
                                    config_name=config_name, fresh=req.fresh, progress=progress)
     announce("comparing")
     folder = upgrade_dir() / f"{old.hash}-to-{new.hash}"
