@@ -69,8 +69,8 @@ def refuse_if_pinned(package: str, version: str, sglang: str, sglang_pins: dict[
         raise BundleError(f"{package} {version}: sglang {sglang} requires {package}=={pinned_by} exactly; "
                           f"{package} moves only with an SGLang that requires {version}",
                           exit_code=EXIT_CONFIG,
-                          hint=f"`bundle upgrade --check` names the SGLang releases that require it; then "
-                               f"`bundle upgrade sglang==THAT`")
+                          hint="`bundle upgrade --check` names the SGLang releases that require it; then "
+                               "`bundle upgrade sglang==THAT`")
 
 
 def run(req: Request, progress: Progress = print) -> dict:
