@@ -215,3 +215,19 @@ def test_a_package_sglang_pins_moves_only_with_an_sglang(index):
     with pytest.raises(BundleError, match=r"flashinfer-python 0.7.4: sglang 0.5.23 requires flashinfer-python==0.7.2"):
         refuse_if_pinned("flashinfer-python", "0.7.4", "0.5.23", pins)
     refuse_if_pinned("smg", "1.14.0", "0.5.23", pins)  # not an SGLang requirement: allowed
+
+
+def test_apply_writes_the_new_lock_and_requirements_over_the_old(tmp_path):
+    from bundle.upgrade.service import apply
+
+    working = load_lock()
+    old_path = scratch.make_scratch(working.path.parent.parent, working, tmp_path / "old", working.path.read_text())
+    new_path = scratch.make_scratch(working.path.parent.parent, working, tmp_path / "new",
+                                    scratch.edit_pins(working.path.read_text(), "python", {"smg": "1.14.0"}))
+    (new_path.parent / "requirements" / "pd.txt").write_text("smg==1.14.0 \\\n    --hash=sha256:00\n")
+    old, new = load_lock(old_path), load_lock(new_path)
+    done = apply(old, new, {"parsers": {}})
+    assert scratch.table_pins(old_path.read_text(), "python")["smg"] == "1.14.0"
+    assert (old_path.parent / "requirements" / "pd.txt").read_text().startswith("smg==1.14.0")
+    assert done["lock_hash"] == load_lock(new_path).hash != working.hash
+    assert not any("parsers" in w for w in done["written"])  # not the project's own lock: snapshots stay

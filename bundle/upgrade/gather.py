@@ -48,12 +48,35 @@ def release_facts(lock: Lock, wheel_dir: Path) -> dict:
             "guards": guards.facts(parser_snapshot.site_folder(host))}
 
 
+HEARTBEAT_S = 30.0
+
+
 def _stream(cmd: list[str], env: dict[str, str], progress: Progress, prefix: str) -> int:
-    """Run `cmd`, passing its output on line by line (a build shows its steps, never minutes of silence)."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    """Run `cmd`, passing its output on line by line, and a line with the elapsed time after every
+    HEARTBEAT_S of silence (the framework layer is one `uv pip install` of about 11 GB: minutes without
+    a line of its own)."""
+    import selectors
+
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
-    for line in proc.stdout:
-        progress(f"{prefix}{line.rstrip()}")
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    pending = b""
+    while True:
+        if not selector.select(timeout=HEARTBEAT_S):
+            progress(f"{prefix}... still running, {time.monotonic() - started:.0f} s")
+            continue
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            progress(f"{prefix}{line.decode(errors='replace').rstrip()}")
+    if pending:
+        progress(f"{prefix}{pending.decode(errors='replace').rstrip()}")
+    selector.close()
     return proc.wait()
 
 
