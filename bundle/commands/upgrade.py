@@ -23,6 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-build", action="store_true",
                         help="skip the stand-in build and audit of both sides (packages, parser contract and "
                              "guards only; no predictions, no sm_120 code)")
+    parser.add_argument("--audit-old", type=Path, metavar="FILE",
+                        help="use this saved audit of the old lock's image (`bundle audit --json`, e.g. from the GPU "
+                             "host) instead of building and auditing its stand-in")
+    parser.add_argument("--audit-new", type=Path, metavar="FILE", help="the same for the new lock")
     parser.add_argument("--fresh", action="store_true", help="audit again even where an audit of the lock is saved")
     parser.add_argument("--apply", action="store_true",
                         help="write the new lock, hashed requirements and parser snapshots over the working ones")
@@ -66,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     package, version = ("sglang", args.to) if args.to else _pin(args.target, "target")
     overrides = dict(_pin(o, "--override") for o in args.override)
     req = service.Request(package=package, version=version, lock_path=args.lock, overrides=overrides,
-                          build=not args.no_build, fresh=args.fresh, apply=args.apply, config=args.config)
+                          build=not args.no_build, fresh=args.fresh, apply=args.apply, config=args.config,
+                          audits={k: v for k, v in (("old", args.audit_old), ("new", args.audit_new)) if v})
     report = service.run(req, progress=lambda m: err.print(m, markup=False, soft_wrap=True))
     print(json.dumps(report, indent=1, default=str) if args.json else render.text(report))
     err.print(f"report: {report['paths']['text']} (JSON beside it)", markup=False)

@@ -22,6 +22,9 @@ from bundle.images.requirements import LAYERS, parse_pins
 from bundle.upgrade import closure, guards, parser_snapshot
 
 Progress = Callable[[str], None]
+# The audit checks the report reads (installed set, SGLang's post-init, sm_120 code): the others (imports,
+# --help, pip check, SBOM) take most of an audit's time and feed nothing here.
+AUDIT_ONLY = ("--only", "lock", "--only", "predicted", "--only", "sm120", "--only", "levers")
 # What of the audit the report uses (the rest stays in runs/audit/lock-<hash>/).
 AUDIT_KEYS = ("image", "lock_hash", "image_lock_hash", "config", "model_config", "status", "libraries", "predicted")
 
@@ -115,7 +118,7 @@ def build_and_audit(lock: Lock, *, config: str | None, config_name: str, fresh: 
         raise BundleError(f"the stand-in build of {lock.path} failed (exit {rc})", exit_code=EXIT_FAILED,
                           hint=f"see the build output above; the layers built so far are kept (BUNDLE_HOME={root})")
     progress(f"    built in {time.monotonic() - started:.0f} s; bundle audit --standin ...")
-    cmd = [sys.executable, "-m", "bundle", "audit", "--standin"] + (["-c", config] if config else [])
+    cmd = [sys.executable, "-m", "bundle", "audit", "--standin", *AUDIT_ONLY] + (["-c", config] if config else [])
     _stream(cmd, env, progress, "    | ")  # exit 1 is an audit with FAILs: still the facts we compare
     found = cached_audit(lock, config_name)
     if found is None:
@@ -126,12 +129,28 @@ def build_and_audit(lock: Lock, *, config: str | None, config_name: str, fresh: 
     return found
 
 
+def saved_audit(path: Path, lock: Lock) -> dict:
+    """An audit report made elsewhere (`bundle audit --json`, runs/audit/.../*.json: a GPU host's, or of
+    one layer) for this lock; a BundleError when it is of another lock."""
+    try:
+        report = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"{path}: not a readable audit report ({exc})", exit_code=EXIT_FAILED,
+                          hint="pass a `bundle audit --json` output or a runs/audit/lock-<hash>/*.json") from None
+    if report.get("lock_hash") != lock.hash:
+        raise BundleError(f"{path}: lock_hash is {report.get('lock_hash')}, the lock {lock.path} hashes {lock.hash}",
+                          exit_code=EXIT_FAILED, hint="audit an image of that lock, or pass the audit of this one")
+    return report
+
+
 def side(label: str, lock: Lock, facts: dict, *, build: bool, config: str | None, config_name: str,
-         fresh: bool, progress: Progress) -> dict:
-    """One side of the report: the lock, its release facts (release_facts) and, with `build`, its audit."""
+         fresh: bool, progress: Progress, audit_file: Path | None = None) -> dict:
+    """One side of the report: the lock, its release facts (release_facts) and, with `build` (or a saved
+    audit), its audit."""
     audit = None
-    if build:
-        full = build_and_audit(lock, config=config, config_name=config_name, fresh=fresh, progress=progress)
+    if build or audit_file is not None:
+        full = (saved_audit(audit_file, lock) if audit_file is not None else
+                build_and_audit(lock, config=config, config_name=config_name, fresh=fresh, progress=progress))
         audit = {k: full.get(k) for k in AUDIT_KEYS}
         audit["fails"] = [f for f in full.get("findings", []) if f.get("level") == "FAIL"]
         audit["installed"] = (full.get("packages") or {}).get("installed", {})

@@ -34,6 +34,7 @@ class Request:
     fresh: bool = False
     apply: bool = False
     config: str | None = None
+    audits: dict[str, Path] = field(default_factory=dict)  # "old"/"new" -> a saved audit used instead of building
 
 
 def upgrade_dir() -> Path:
@@ -77,7 +78,8 @@ def run(req: Request, progress: Progress = print) -> dict:
     """Gather both sides, compare, save runs/upgrade/<old>-to-<new>/; returns the report (its `paths` say where)."""
     from bundle.upgrade import compare  # the report: pure, from the saved sides
 
-    steps = 6 if req.build else 4
+    building = {label for label in ("old", "new") if req.build and label not in req.audits}
+    steps = 4 + len(building)
     started = time.monotonic()
     step = iter(range(1, steps + 1))
 
@@ -103,10 +105,13 @@ def run(req: Request, progress: Progress = print) -> dict:
     config_name = _config_name(req.config)
     sides = {}
     for label, lock in (("old", old), ("new", new)):
-        if req.build:
+        if label in building:
             announce(f"{label} side: stand-in build and audit of lock {lock.hash}")
-        sides[label] = gather.side(label, lock, facts[label], build=req.build, config=req.config,
-                                   config_name=config_name, fresh=req.fresh, progress=progress)
+        elif label in req.audits:
+            progress(f"    {label} side: the audit in {req.audits[label]}")
+        sides[label] = gather.side(label, lock, facts[label], build=label in building, config=req.config,
+                                   config_name=config_name, fresh=req.fresh, progress=progress,
+                                   audit_file=req.audits.get(label))
     announce("comparing")
     folder = upgrade_dir() / f"{old.hash}-to-{new.hash}"
     gather.save(folder, sides["old"], "old.json")
