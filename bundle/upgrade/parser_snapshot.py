@@ -67,8 +67,12 @@ def site_folder(wheels: list[Path]) -> Path:
 
 
 def snapshot(wheels: list[Path], project_root: Path) -> dict:
-    """The parsers of the given wheels, read in a child process (a minute: sglang imports torch)."""
+    """The parsers of the given wheels, read in a child process (a minute: sglang imports torch), kept
+    beside the unpacked wheels for the next run."""
     site = site_folder(wheels)
+    kept = site / ".snapshot.json"
+    if kept.is_file():
+        return json.loads(kept.read_text())
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(project_root)]),
                "PYTHONDONTWRITEBYTECODE": "1"}
@@ -79,7 +83,8 @@ def snapshot(wheels: list[Path], project_root: Path) -> dict:
                               f"{(proc.stderr or proc.stdout).strip()[-600:]}", exit_code=EXIT_ENVIRONMENT,
                               hint="the driver's environment needs the parser's light dependencies "
                                    "(requirements/dev.txt)")
-        return json.loads(Path(out.name).read_text())
+        kept.write_text(Path(out.name).read_text())
+        return json.loads(kept.read_text())
 
 
 if __name__ == "__main__":
