@@ -20,8 +20,8 @@ def _by_dest(spec: dict) -> dict[str, dict]:
 
 
 def parser_diff(old: dict, new: dict) -> list[dict]:
-    """Every difference between two snapshots, one dict per option: kind is removed, renamed, added,
-    retyped, choices, or default; `flag` is the option's first old flag (its new one when added)."""
+    """Every difference between two snapshots, one dict per option: kind is removed, renamed, spelling
+    (a flag added to an option), added, retyped, choices, or default; `flag` is the option's first old flag (its new one when added)."""
     out = []
     new_flags, new_dests, old_dests = _by_flag(new), _by_dest(new), _by_dest(old)
     for option in old["options"]:
@@ -36,6 +36,9 @@ def parser_diff(old: dict, new: dict) -> list[dict]:
             else:
                 out.append({"kind": "removed", "flag": flag, "what": f"{flag} was removed"})
             continue
+        spelled = [f for f in now["flags"] if f not in option["flags"] and f not in _by_flag(old)]
+        if spelled:
+            out.append({"kind": "spelling", "flag": flag, "what": f"{flag}: new spelling {', '.join(spelled)}"})
         if gone:
             out.append({"kind": "renamed", "flag": gone[0], "to": now["flags"][0],
                         "what": f"{', '.join(gone)} dropped; {', '.join(now['flags'])} remain"})
