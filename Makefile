@@ -93,6 +93,9 @@ image-plan: ## print the image build plan: layers, tags, build arguments from th
 lock: ## resolve docker/lock.toml's pins into the hashed docker/requirements/*.txt
 	$(BIN)/python -m bundle.images.requirements
 
+upgrade-check: ## what is newer than the lock on PyPI and which of it the pinned SGLang allows
+	$(BUNDLE) upgrade --check
+
 buildx: ## install the docker buildx plugin from Debian's archive when the CLI lacks it
 	docker/install-buildx.sh
 
@@ -107,7 +110,7 @@ image-standin: $(STAMP) ## no GPU or registry: build every layer, framework incl
 audit: $(STAMP) ## check an image from inside: IMAGE=ref (default the lock's image; STANDIN=1 the stand-in build's)
 	$(BUNDLE) audit $(if $(IMAGE),--image $(IMAGE),$(if $(STANDIN),--standin)) $(if $(CONFIG),-c $(CONFIG))
 
-.PHONY: image image-plan image-standin audit lock buildx lint
+.PHONY: image image-plan image-standin audit lock upgrade-check buildx lint
 
 # ---- rehearsal (bundle/simulator, docker/rehearsal.Dockerfile, compose/rehearsal-*.yaml) ----
 rehearsal-image: $(STAMP) ## build the rehearsal image (SGLang on CPU + simulator, real router, bench_serving) on the stand-in pd layer if its inputs changed

@@ -99,18 +99,28 @@ def _uv() -> str:
     return found
 
 
-def _compile(in_file: Path, out_file: Path, python_version: str) -> None:
+def _compile(in_file: Path, out_file: Path, python_version: str, override: Path | None = None) -> None:
     cmd = [_uv(), "pip", "compile", str(in_file.name), "--generate-hashes", "--quiet",
            "--python-version", python_version, "--python-platform", PLATFORM,
            "--only-binary", ":all:", "--no-header", "--no-annotate", "-o", str(out_file)]
+    if override is not None:
+        cmd += ["--override", str(override)]
     proc = subprocess.run(cmd, cwd=in_file.parent, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BundleError(f"{in_file}: the pins do not resolve together:\n{proc.stderr.strip()}",
                           hint="change the conflicting pin in docker/lock.toml, then `make lock`")
 
 
-def compile_locks(lock: Lock, out_dir: Path | None = None) -> dict[str, Path]:
-    """Write <layer>.in and resolve <layer>.txt for every layer; return the .txt paths."""
+def compile_locks(lock: Lock, out_dir: Path | None = None, overrides: dict[str, str] | None = None,
+                  keep_from: Path | None = None) -> dict[str, Path]:
+    """Write <layer>.in and resolve <layer>.txt for every layer; return the .txt paths.
+
+    `overrides` (name -> version, uv's --override) replaces a requirement of a dependency: `bundle
+    upgrade` uses it for a release that pins a version with no wheel (SGLang 0.5.22: cuda-tile
+    1.6.0rc5 is an sdist only); `make lock` never passes any.
+    `keep_from` (a folder of hashed locks) keeps their versions wherever the new pins still allow them
+    (uv reads an existing output file as preferences): an upgrade then changes what the new pins
+    require, not every package that had a release since the last `make lock`."""
     out_dir = out_dir or requirements_dir(lock.path)
     out_dir.mkdir(parents=True, exist_ok=True)
     python_version = lock.data["base"]["python"]
@@ -120,9 +130,19 @@ def compile_locks(lock: Lock, out_dir: Path | None = None) -> dict[str, Path]:
         tmpdir = Path(tmp)
         for layer, text in inputs.items():
             (tmpdir / f"{layer}.in").write_text(text)
+        override = None
+        if overrides:
+            override = tmpdir / "overrides.txt"
+            override.write_text("".join(f"{name}=={version}\n" for name, version in sorted(overrides.items())))
+        if keep_from is not None:
+            kept = {layer: (keep_from / f"{layer}.txt").read_text() if (keep_from / f"{layer}.txt").is_file()
+                    else "" for layer in LAYERS}
+            kept["pd"] = kept["framework"] + kept["pd"]  # pd resolves the framework's closure too
+            for layer, text in kept.items():
+                (tmpdir / f"{layer}.full.txt").write_text(text)
         full = {}
         for layer in LAYERS:
-            _compile(tmpdir / f"{layer}.in", tmpdir / f"{layer}.full.txt", python_version)
+            _compile(tmpdir / f"{layer}.in", tmpdir / f"{layer}.full.txt", python_version, override)
             full[layer] = (tmpdir / f"{layer}.full.txt").read_text()
         framework_blocks = _blocks(full["framework"])
         for layer in LAYERS:
