@@ -12,7 +12,7 @@ import sys
 
 from bundle.errors import BundleError
 from bundle.images.lock import load_lock
-from bundle.images.rehearsal import DEBOOTSTRAP_BASE, make_base_image
+from bundle.images.debian_root import DEBIAN_ROOT, ensure_debian_root
 from bundle.paths import docker_dir
 from bundle.stack import docker
 
@@ -30,7 +30,7 @@ def package_version() -> str:
 def image_tag() -> str:
     """sglang-bundle/prometheus:<hash of the Dockerfile, the package version and the base>."""
     digest = hashlib.sha256(_dockerfile().read_bytes())
-    digest.update(package_version().encode() + b"\0" + DEBOOTSTRAP_BASE.encode())
+    digest.update(package_version().encode() + b"\0" + DEBIAN_ROOT.encode())
     return f"{IMAGE_REPOSITORY}:{digest.hexdigest()[:12]}"
 
 
@@ -39,11 +39,10 @@ def ensure_image() -> str:
     tag = image_tag()
     if docker.image_exists(tag):
         return tag
-    if not docker.image_exists(DEBOOTSTRAP_BASE):
-        make_base_image()
+    ensure_debian_root()
     print(f"monitoring: building {tag} (Debian's prometheus {package_version()}) ...", flush=True)
     docker.build_image_engine_buildkit(context=docker_dir(), dockerfile=_dockerfile(), tags=[tag],
-                                       build_args={"BASE_IMAGE": DEBOOTSTRAP_BASE,
+                                       build_args={"BASE_IMAGE": DEBIAN_ROOT,
                                                    "PROMETHEUS_VERSION": package_version()},
                                        labels={"io.sglang-bundle.prometheus-inputs": tag.split(":")[1]})
     return tag

@@ -1,0 +1,29 @@
+"""The project's plain Debian root (docker/debian-root.sh: bookworm made with debootstrap and imported
+as a local image), for images that need no CPython 3.12 and no registry: the monitoring profile's
+Prometheus (Debian's own package) is built on it."""
+
+from __future__ import annotations
+
+import subprocess
+
+from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.paths import docker_dir
+from bundle.stack import docker
+
+DEBIAN_ROOT = "sglang-bundle/debian-root:bookworm"
+
+
+def ensure_debian_root() -> str:
+    """The Debian root's tag, made first (debootstrap, about a minute) when this engine lacks it."""
+    if docker.image_exists(DEBIAN_ROOT):
+        return DEBIAN_ROOT
+    script = docker_dir() / "debian-root.sh"
+    print(f"making the base image {DEBIAN_ROOT} with {script.name} (debootstrap, about a minute) ...", flush=True)
+    result = subprocess.run([str(script), DEBIAN_ROOT], capture_output=True, text=True)
+    if result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise BundleError(f"the base image {DEBIAN_ROOT} could not be made: {' / '.join(detail)}",
+                          exit_code=EXIT_ENVIRONMENT,
+                          hint="`sudo docker/host-packages.sh` installs debootstrap, then run "
+                               "`sudo docker/debian-root.sh` once")
+    return DEBIAN_ROOT
