@@ -36,8 +36,6 @@ def launched(tmp_path, runs_dir, sim, monkeypatch):
                                         env_file=str(tmp_path / "bundle.env"), rehearsal=True, config=str(cfg),
                                         started_at=time.time(), run_dir=str(run_dir),
                                         env={"BUNDLE_TOPOLOGY": "tp4"}))
-    monkeypatch.setattr(status, "WORKER_PROBE_SECONDS", 1)
-    monkeypatch.setattr(status, "FRONT_PROBE_SECONDS", 2)
 
     def engine(*containers: C) -> FakeEngine:
         fake = FakeEngine("st-tp4", [list(containers)], ports={"server": port})
@@ -74,8 +72,11 @@ def test_a_paused_server_is_named_as_frozen(launched, capsys):
     assert "exec server" not in fake.calls  # a frozen container is not asked: it could not answer
 
 
-def test_a_hung_server_is_flagged_and_the_front_door_does_not_serve(launched, sim, capsys):
+def test_a_hung_server_is_flagged_and_the_front_door_does_not_serve(launched, sim, capsys, monkeypatch):
     cfg, engine = launched
+    # Short bounds here only: a hang never answers, and a busy machine must not fail the healthy tests.
+    monkeypatch.setattr(status, "WORKER_PROBE_SECONDS", 1)
+    monkeypatch.setattr(status, "FRONT_PROBE_SECONDS", 2)
     engine(C("server"))
     requests.post(sim + "/sim/faults", json={"hang": True}, timeout=10).raise_for_status()
     try:
