@@ -225,3 +225,22 @@ def test_apply_writes_the_new_lock_and_requirements_over_the_old(tmp_path):
     assert (old_path.parent / "requirements" / "pd.txt").read_text().startswith("smg==1.14.0")
     assert done["lock_hash"] == load_lock(new_path).hash != working.hash
     assert not any("parsers" in w for w in done["written"])  # not the project's own lock: snapshots stay
+def test_predictions_are_compared_for_every_topology(recorded):
+    assert set(recorded["predicted"]) == {"tp4", "pd", "dp"}
+    for topo in recorded["predicted"].values():
+        assert topo["servers"]
+        for server, p in topo["new"].items():
+            assert p["moe_runner_backend"] and p["attention_backend"], server
+    text = render.text(recorded)
+    assert "PREDICTED ON sm_120" in text and "tp4: " in text
+
+
+def test_sm120_code_of_sglang_kernel_libraries_old_against_new(recorded):
+    libs = {lib["path"]: lib for lib in recorded["libraries"]}
+    kernel = {p: lib for p, lib in libs.items() if p.startswith("sgl_kernel/")}
+    assert kernel and COMMON_OPS in kernel
+    assert kernel[COMMON_OPS]["runs"] == {"old": True, "new": True}
+    flash = kernel.get("sgl_kernel/flash_ops.abi3.so")
+    assert flash is not None and flash["runs"]["new"] is False  # sm_80/86/90a only, as CONTEXT.md measured
+
+
