@@ -59,25 +59,6 @@ def test_every_parser_difference_is_listed_and_none_touches_the_default_command_
     assert recorded["command_line"]["breaks"] == []
 
 
-def test_predictions_are_compared_for_every_topology(recorded):
-    assert set(recorded["predicted"]) == {"tp4", "pd", "dp"}
-    for topo in recorded["predicted"].values():
-        assert topo["servers"]
-        for server, p in topo["new"].items():
-            assert p["moe_runner_backend"] and p["attention_backend"], server
-    text = render.text(recorded)
-    assert "PREDICTED ON sm_120" in text and "tp4: " in text
-
-
-def test_sm120_code_of_sglang_kernel_libraries_old_against_new(recorded):
-    libs = {lib["path"]: lib for lib in recorded["libraries"]}
-    kernel = {p: lib for p, lib in libs.items() if p.startswith("sgl_kernel/")}
-    assert kernel and COMMON_OPS in kernel
-    assert kernel[COMMON_OPS]["runs"] == {"old": True, "new": True}
-    flash = kernel.get("sgl_kernel/flash_ops.abi3.so")
-    assert flash is not None and flash["runs"]["new"] is False  # sm_80/86/90a only, as CONTEXT.md measured
-
-
 def test_planted_removed_option_in_extra_args_breaks_with_file_and_line(tmp_path, sides):
     cfg = write_config(tmp_path, "tp4:\n  extra_args:\n    - --max-running-requests\n    - '64'\n"
                                  "    - --speculative-skip-dp-mlp-sync\n")
@@ -88,32 +69,45 @@ def test_planted_removed_option_in_extra_args_breaks_with_file_and_line(tmp_path
     assert f"breaks: {cfg}:5: tp4/server: --speculative-skip-dp-mlp-sync was removed" in render.text(out)
 
 
+def _planted_audits(old: dict, new: dict, *, moe: str, old_arch: list[str], new_arch: list[str]) -> tuple[dict, dict]:
+    """The recorded sides with a planted audit: every server predicts `moe`, common_ops carries `*_arch`."""
+    old, new = copy.deepcopy(old), copy.deepcopy(new)
+    for side, arch in ((old, old_arch), (new, new_arch)):
+        predicted = {s: {"moe_runner_backend": moe, "attention_backend": "dsv4"}
+                     for s in ("tp4/server", "pd/prefill", "pd/decode")}
+        side["audit"] = {"predicted": predicted, "fails": [], "image": f"planted-{side['label']}",
+                         "libraries": [{"path": "/opt/venv/lib/python3.12/site-packages/" + COMMON_OPS,
+                                        "size": 1, "cubins": arch, "ptx": [],
+                                        "runs_on_sm120": "sm_120a" in arch,
+                                        "how": "cubin sm_120a" if "sm_120a" in arch else None}]}
+    return old, new
+
+
 def test_planted_lever_whose_kernel_library_loses_sm120_code_breaks_at_the_lever(tmp_path, sides):
     """levers.moe_runner: marlin runs on sglang-kernel's common_ops; a release whose common_ops has no
     sm_120 code any more breaks that lever, found at its line in bundle.yaml."""
-    old, new = copy.deepcopy(sides[0]), copy.deepcopy(sides[1])
-    for side in (old, new):  # what the audit predicts with this config: SGLang keeps an explicit runner
-        for p in side["audit"]["predicted"].values():
-            p["moe_runner_backend"] = "marlin"
-    for lib in new["audit"]["libraries"]:
-        if lib["path"].endswith(COMMON_OPS):
-            lib.update(cubins=["sm_90a", "sm_100a"], ptx=[], runs_on_sm120=False, how=None)
+    old, new = _planted_audits(*sides, moe="marlin", old_arch=["sm_90a", "sm_120a"], new_arch=["sm_90a", "sm_100a"])
     cfg = write_config(tmp_path, "project: x\nlevers:\n  moe_runner: marlin\n")
     out = compare.report(old, new, load_config(cfg), change="sglang==0.5.23")
     hit = [b for b in out["verdict"]["breaks"] if COMMON_OPS in b["what"]]
     assert hit and hit[0]["where"] == f"{cfg}:3" and "moe_runner_backend=marlin" in hit[0]["what"]
     assert out["verdict"]["status"] == "breaks"
+    assert f"lost   {COMMON_OPS}" in render.text(out)
+
+
+def test_a_library_that_loses_sm120_code_no_path_needs_is_only_attention(sides):
+    old, new = _planted_audits(*sides, moe="flashinfer_mxfp4", old_arch=["sm_120a"], new_arch=["sm_100a"])
+    for side in (old, new):  # a library nothing chosen loads
+        side["audit"]["libraries"][0]["path"] = side["audit"]["libraries"][0]["path"].replace("common_ops", "spatial_ops")
+    out = compare.report(old, new, load_config(None))
+    assert not any("spatial_ops" in b["what"] for b in out["verdict"]["breaks"])
+    assert any("spatial_ops" in a["what"] and "lost" in a["what"] for a in out["verdict"]["attention"])
 
 
 def test_gained_sm120_code_is_a_finding(sides):
-    old, new = copy.deepcopy(sides[0]), sides[1]
-    flash_new = next(lib for lib in new["audit"]["libraries"] if lib["path"].endswith("sgl_kernel/flash_ops.abi3.so"))
-    for lib in old["audit"]["libraries"]:
-        if lib["path"].endswith(COMMON_OPS):
-            lib.update(cubins=["sm_90a"], ptx=[], runs_on_sm120=False, how=None)
+    old, new = _planted_audits(*sides, moe="flashinfer_mxfp4", old_arch=["sm_90a"], new_arch=["sm_90a", "sm_120a"])
     out = compare.report(old, new, load_config(None))
     assert any(COMMON_OPS in a["what"] and "gained" in a["what"] for a in out["verdict"]["attention"])
-    assert flash_new["runs_on_sm120"] is False
 
 
 def test_a_guard_that_no_longer_holds_breaks(sides):
@@ -231,3 +225,22 @@ def test_apply_writes_the_new_lock_and_requirements_over_the_old(tmp_path):
     assert (old_path.parent / "requirements" / "pd.txt").read_text().startswith("smg==1.14.0")
     assert done["lock_hash"] == load_lock(new_path).hash != working.hash
     assert not any("parsers" in w for w in done["written"])  # not the project's own lock: snapshots stay
+def test_predictions_are_compared_for_every_topology(recorded):
+    assert set(recorded["predicted"]) == {"tp4", "pd", "dp"}
+    for topo in recorded["predicted"].values():
+        assert topo["servers"]
+        for server, p in topo["new"].items():
+            assert p["moe_runner_backend"] and p["attention_backend"], server
+    text = render.text(recorded)
+    assert "PREDICTED ON sm_120" in text and "tp4: " in text
+
+
+def test_sm120_code_of_sglang_kernel_libraries_old_against_new(recorded):
+    libs = {lib["path"]: lib for lib in recorded["libraries"]}
+    kernel = {p: lib for p, lib in libs.items() if p.startswith("sgl_kernel/")}
+    assert kernel and COMMON_OPS in kernel
+    assert kernel[COMMON_OPS]["runs"] == {"old": True, "new": True}
+    flash = kernel.get("sgl_kernel/flash_ops.abi3.so")
+    assert flash is not None and flash["runs"]["new"] is False  # sm_80/86/90a only, as CONTEXT.md measured
+
+
