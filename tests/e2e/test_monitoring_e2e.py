@@ -69,10 +69,15 @@ def test_prometheus_scrapes_everything_and_a_paused_decode_fires_and_clears_its_
         assert "monitoring: " in capsys.readouterr().out
 
         # `bundle top` while requests flow: the figures come from the servers' own /metrics.
-        load = threading.Thread(target=_chats, args=(f"http://127.0.0.1:{front}", 4))
+        # (requests keep flowing for the whole call: its readings go through `compose exec`, seconds each)
+        stop = threading.Event()
+        load = threading.Thread(target=_chats, args=(f"http://127.0.0.1:{front}", stop))
         load.start()
-        assert main(["top", "pd", "-c", str(config), "--interval", "3", "--json"]) == 0
-        load.join()
+        try:
+            assert main(["top", "pd", "-c", str(config), "--interval", "3", "--json"]) == 0
+        finally:
+            stop.set()
+            load.join()
         rows = {r["service"]: r for r in json.loads(capsys.readouterr().out)}
         assert set(rows) == {"prefill", "decode"}
         assert rows["decode"]["tokens_per_s"] > 0 and rows["decode"]["kv_transfer_gb_s"] > 0
@@ -109,9 +114,9 @@ def test_prometheus_scrapes_everything_and_a_paused_decode_fires_and_clears_its_
         assert all_up()
 
 
-def _chats(front: str, n: int) -> None:
+def _chats(front: str, stop: threading.Event) -> None:
     model = load_config(None).served_name
-    for _ in range(n):
+    while not stop.is_set():
         requests.post(f"{front}/v1/chat/completions", timeout=30, json={
             "model": model, "max_tokens": 16,
             "messages": [{"role": "user", "content": "What is the capital of France?"}]})
