@@ -6,12 +6,20 @@ ARG BASE_IMAGE=sglang-bundle/debian-root:bookworm
 FROM ${BASE_IMAGE}
 ARG PROMETHEUS_VERSION
 # --no-install-recommends: the server and promtool, not the node exporter or the web console libs.
-RUN apt-get update -qq \
+# apt's downloads and lists live in BuildKit cache mounts, never in the image (as in base.Dockerfile).
+RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
+    --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
+    rm -f /etc/apt/apt.conf.d/docker-clean \
+ && echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-downloads \
+ && groupadd --system --gid 10002 prometheus \
+ && useradd --system --uid 10002 --gid 10002 --no-create-home --home-dir /var/lib/prometheus prometheus \
+ && apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "prometheus=${PROMETHEUS_VERSION}" \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin \
  && install -d -o prometheus -g prometheus /prometheus \
  && prometheus --version && promtool --version
-USER prometheus
+# The `prometheus` user is made above with a fixed id (Debian's package keeps an existing one), so
+# USER can be numeric and the host resolves it (hadolint DL3066).
+USER 10002:10002
 EXPOSE 9090
 ENTRYPOINT ["prometheus"]
 CMD ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus", "--web.listen-address=:9090"]

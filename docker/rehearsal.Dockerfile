@@ -14,6 +14,8 @@
 ARG PARENT_IMAGE=sglang-bundle/sglang-sm120-standin:pd
 FROM ${PARENT_IMAGE}
 
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HF_HUB_OFFLINE=1 \

@@ -33,7 +33,7 @@ def launched(tmp_path, runs_dir, sim, monkeypatch):
     cfg = write_config(tmp_path, f"project: st\nmodel:\n  served_name: dsv4\nnetwork:\n  front_port: {port}\n")
     run_dir = runstate.new_run_dir("st-tp4", "launch")
     runstate.save(runstate.LaunchRecord(project="st-tp4", topology="tp4", compose_files=["compose/tp4.yaml"],
-                                        env_file=str(tmp_path / "bundle.env"), rehearsal=True, config=str(cfg),
+                                        env_file=str(tmp_path / "bundle.env"), rehearsal="sim", config=str(cfg),
                                         started_at=time.time(), run_dir=str(run_dir),
                                         env={"BUNDLE_TOPOLOGY": "tp4"}))
 
@@ -55,10 +55,11 @@ def test_a_healthy_tp4_serves_and_its_server_answers(launched, capsys):
     cfg, engine = launched
     engine(C("server", ports={"30000/tcp": [{"HostIp": "127.0.0.1", "HostPort": "30000"}]}))
     report = _status(cfg, capsys)
-    assert report["project"] == "st-tp4" and report["rehearsal"] is True
+    assert report["project"] == "st-tp4" and report["rehearsal"] == "sim"
     (server,) = report["containers"]
     assert server == {"service": "server", "name": "st-tp4-server-1", "state": "running", "health": "healthy",
-                      "restarts": 0, "exit_code": 0, "ports": {"30000/tcp": ["127.0.0.1:30000"]}, "problem": None}
+                      "restarts": 0, "exit_code": 0, "ports": {"30000/tcp": ["127.0.0.1:30000"]}, "problem": None,
+                      "processes": []}
     door = report["front_door"]
     assert door["serving"] is True
     assert door["detail"] == "/health: HTTP 200; a one-token generation: HTTP 200"
@@ -95,7 +96,7 @@ def test_the_table_shows_each_container_and_the_front_door(launched, capsys):
     capsys.readouterr()
     assert main(["status", "tp4", "-c", str(cfg)]) == 0
     out = capsys.readouterr().out
-    assert "st-tp4 (tp4, rehearsal)" in out and "server" in out and "healthy" in out
+    assert "st-tp4 (tp4, rehearsal: sim)" in out and "server" in out and "healthy" in out
     assert "serving" in out and "not serving" not in out
 
 

@@ -89,10 +89,14 @@ class ServingMetrics:
                               "Histogram of time per output token in seconds.", ITL_BUCKETS)
         self.e2e = histogram("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in "
                              "seconds", TTFT_BUCKETS)
-        self.kv_speed = histogram("sglang:kv_transfer_speed_gb_s", "Histogram of KV cache transfer speed in GB/s.",
-                                  KV_SPEED_BUCKETS)
-        self.kv_latency = histogram("sglang:kv_transfer_latency_ms", "Histogram of KV cache transfer latency in ms.",
-                                    KV_LATENCY_BUCKETS)
+        # The PD KV transfer only where one is simulated (a prefill or decode role): a unified simulator
+        # moves no KV, and a zero count there would read as "decode received nothing" to smoke's PD proof.
+        self.kv_speed = self.kv_latency = None
+        if engine_type != "unified":
+            self.kv_speed = histogram("sglang:kv_transfer_speed_gb_s",
+                                      "Histogram of KV cache transfer speed in GB/s.", KV_SPEED_BUCKETS)
+            self.kv_latency = histogram("sglang:kv_transfer_latency_ms",
+                                        "Histogram of KV cache transfer latency in ms.", KV_LATENCY_BUCKETS)
         self._cuda_graph = cuda_graph
 
     def set_load(self, *, running: int, queued: int, token_usage: float) -> None:
@@ -115,6 +119,8 @@ class ServingMetrics:
             self.gen_throughput.set(1 / per_token if per_token > 0 else 0)
 
     def kv_transfer(self, *, gb_s: float, latency_ms: float) -> None:
+        if self.kv_speed is None:
+            return
         self.kv_speed.observe(gb_s)
         self.kv_latency.observe(latency_ms)
 
