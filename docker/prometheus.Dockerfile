@@ -11,15 +11,15 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
     rm -f /etc/apt/apt.conf.d/docker-clean \
  && echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-downloads \
- && groupadd --system --gid 10002 prometheus \
- && useradd --system --uid 10002 --gid 10002 --no-create-home --home-dir /var/lib/prometheus prometheus \
+ && groupadd --system --gid 990 prometheus \
+ && useradd --system --uid 990 --gid 990 --no-create-home --home-dir /var/lib/prometheus prometheus \
  && apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "prometheus=${PROMETHEUS_VERSION}" \
  && install -d -o prometheus -g prometheus /prometheus \
  && prometheus --version && promtool --version
-# The `prometheus` user is made above with a fixed id (Debian's package keeps an existing one), so
+# The `prometheus` user is made above with a fixed system id (Debian's package keeps an existing one), so
 # USER can be numeric and the host resolves it (hadolint DL3066).
-USER 10002:10002
+USER 990:990
 EXPOSE 9090
 ENTRYPOINT ["prometheus"]
 CMD ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus", "--web.listen-address=:9090"]
