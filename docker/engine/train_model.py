@@ -39,7 +39,8 @@ PREAMBLES = ["Background for the question below. A deployment bundle pins every 
              "kernels they run, and measures their speed against a baseline. The question that follows has a "
              "short answer; the text above is only there to make the prompt long enough to take the prefill "
              "path. ", "Please read this first. The answer is short and the text is long. "]
-FALLBACK = "I can only name the capital city of a country . Please ask me about one ."
+# Every word in the simulator's vocabulary (an unknown word would come back as <unk>).
+FALLBACK = "I can only name the capital city of a country . Please tell me about one ."
 MAX_LEN = 448
 
 
