@@ -84,7 +84,7 @@ validate: $(DRIVER) ## check the config for both topologies (CONFIG=bundle.yaml 
 argspec: $(STAMP) ## refresh the parser snapshots from the pinned sglang / smg in .venv
 	$(BIN)/python -m bundle.rules.argspec --write
 
-.PHONY: help driver install test launch rehearse smoke bench down validate argspec
+.PHONY: help driver install test test-heavy launch rehearse smoke bench down validate argspec
 
 # ---- images (docker/, docs/images.md) ----
 image: ## build the layered images pinned by docker/lock.toml (reuses unchanged layers)
@@ -119,10 +119,4 @@ audit: $(STAMP) ## check an image from inside: IMAGE=ref (default the lock's ima
 rehearsal-image: $(STAMP) ## build the rehearsal image (SGLang on CPU + simulator, real router, bench_serving) on the stand-in pd layer if its inputs changed
 	$(BIN)/python -m bundle.images.rehearsal image
 
-rehearsal-lock: ## resolve requirements/rehearsal*.in into the hashed requirements/rehearsal*.txt
-	for f in rehearsal rehearsal-nodeps rehearsal-tools; do \
-	  $(BIN)/uv pip compile -q requirements/$$f.in $$([ $$f = rehearsal-nodeps ] && echo --no-deps) \
-	    --generate-hashes --no-header --python-version 3.11 --python-platform x86_64-manylinux_2_34 \
-	    -o requirements/$$f.txt || exit 1; done
-
-.PHONY: rehearsal-image rehearsal-lock
+.PHONY: rehearsal-image

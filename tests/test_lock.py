@@ -47,7 +47,7 @@ def test_the_router_is_smg_in_every_lock_and_sglang_router_in_none():
     # Both install an `smg` console script: one environment must never hold both.
     locks = [*(REPO / "docker" / "requirements").glob("*.txt"), *(REPO / "requirements").glob("*.txt")]
     holding = {path.name for path in locks if "smg" in parse_pins(path.read_text())}
-    assert {"pd.txt", "rehearsal.txt", "dev.txt"} <= holding
+    assert {"pd.txt", "dev.txt"} <= holding
     for path in locks:
         pins = parse_pins(path.read_text())
         assert "sglang-router" not in pins, f"{path} pins sglang-router"
