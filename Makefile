@@ -41,16 +41,17 @@ $(STAMP): $(DRIVER) requirements/dev.txt requirements/sglang-nodeps.txt docker/h
 	$(BIN)/pip install -q --no-deps -r requirements/sglang-nodeps.txt
 	@touch $(STAMP)
 
-# Two tiers, fast first: a failure among the tests that start no container and reach no network
-# stops the run before the second tier's minutes (Docker: tests/e2e/ and the image builds; network:
-# resolving the locks against the live index, skipped when it does not answer). Each tier prints its
+# Two tiers, fast first: a failure among the tests that start no container, reach no network and take
+# seconds stops the run before the second tier's minutes (Docker: tests/e2e/ and the image builds;
+# network: resolving the locks against the live index, skipped when it does not answer; slow: kernels
+# compiled on CPU, the real router in front of simulator processes). Each tier prints its
 # slowest tests; coverage of bundle/ is collected by both (the second appends to the first's data)
 # and reported after each. Pytest exits 5 when a tier selects nothing (a narrowing PYTEST_ARGS): that
 # is no failure. GPU tests never run here.
 PYTEST_TIER := $(BIN)/python -m pytest -p no:cacheprovider --durations=15 --cov=bundle --cov-report=term:skip-covered
-test: $(STAMP) ## fast tier (no containers, no network; stops on a failure), then the Docker and network tier
-	$(PYTEST_TIER) -m "not docker and not network and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	$(PYTEST_TIER) --cov-append -m "(docker or network) and not gpu and not heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure), then the slow, Docker and network tier
+	$(PYTEST_TIER) -m "not docker and not network and not slow and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PYTEST_TIER) --cov-append -m "(docker or network or slow) and not gpu and not heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-heavy: $(STAMP) ## the tests too heavy for CI's budget (a second full image audit): run them deliberately
 	$(BIN)/python -m pytest -p no:cacheprovider -m "heavy and not gpu" $(PYTEST_ARGS)

@@ -195,7 +195,13 @@ def test_loads_report_the_running_requests_as_sglang_does_and_loads_is_not_serve
         lines = r.iter_lines()  # held: a dropped iterator closes the stream, which ends the request
         next(line for line in lines if line.startswith(b"data: {"))
         during = requests.get(server + "/v1/loads", timeout=10).json()
-    after = requests.get(server + "/v1/loads", timeout=10).json()
+    # The server learns of the closed stream at its next write (every 5 ms here): poll, briefly.
+    deadline = time.monotonic() + 5
+    while True:
+        after = requests.get(server + "/v1/loads", timeout=10).json()
+        if after["loads"][0]["num_running_reqs"] == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert during["version"] == "0.5.23" and len(during["loads"]) == 1
     assert during["loads"][0]["dp_rank"] == 0 and during["loads"][0]["num_running_reqs"] == 1
     assert after["loads"][0]["num_running_reqs"] == 0 and after["loads"][0]["num_waiting_reqs"] == 0

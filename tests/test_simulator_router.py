@@ -18,6 +18,9 @@ import requests
 
 from tests.sim_process import free_port, process, simulator, wait_http
 
+# Real router and simulator processes, tens of seconds each: the second tier of `make test`.
+pytestmark = pytest.mark.slow
+
 CAPITAL = [{"role": "user", "content": "What is the capital of France?"}]
 # What a worker must answer for smg to register and route to it (found by running it).
 ROUTER_CALLS = {"/health", "/server_info", "/model_info", "/v1/loads"}

@@ -15,7 +15,7 @@ import torch
 from sglang_sm120_kernels import hook, testing
 from sglang_sm120_kernels import sparse_mla_decode as smd
 
-pytestmark = pytest.mark.contract
+pytestmark = [pytest.mark.contract, pytest.mark.slow]  # slow: the second tier of `make test`
 
 KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
 CALLER_MODULE = "sglang.kernels.ops.attention.flash_mla_sm120"

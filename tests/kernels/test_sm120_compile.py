@@ -11,6 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Twenty seconds of Triton compiling: the second tier of `make test`, not the fast one.
+pytestmark = pytest.mark.slow
+
 KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
 SM120_MAX_SHARED_PER_BLOCK = 101376  # 99 KB opt-in, compute capability 12.0
 

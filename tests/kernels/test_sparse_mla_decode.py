@@ -13,6 +13,9 @@ import torch
 from sglang_sm120_kernels import sparse_mla_decode as smd
 from sglang_sm120_kernels import testing
 
+# Minutes of compiling and interpreting kernels on CPU: the second tier of `make test`, not the fast one.
+pytestmark = pytest.mark.slow
+
 OUT_TOL = 1e-2
 LSE_TOL = 1e-3
 
