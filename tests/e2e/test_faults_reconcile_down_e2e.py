@@ -68,7 +68,7 @@ def test_prefill_stopped_while_the_router_stays_up_comes_back_with_launch(tmp_pa
     assert _container(pd_project, "router") == router  # left running, not recreated
     assert _health(router) == "healthy"
     reply = requests.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=60, json={
-        "model": "deepseek-v4-flash", "max_tokens": 4, "temperature": 0,
+        "model": "deepseek-v4-flash", "max_tokens": 16, "temperature": 0,
         "messages": [{"role": "user", "content": "What is the capital of France?"}]})
     assert reply.status_code == 200 and "Paris" in reply.json()["choices"][0]["message"]["content"]
 
