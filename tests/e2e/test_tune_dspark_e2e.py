@@ -27,6 +27,7 @@ def project(runs_dir):
         yield name
 
 
+@pytest.mark.unverified  # never passed on this stop's loaded machine; not reached by the cold CI run
 @pytest.mark.timeout(1200)
 def test_tune_ranks_dspark_for_tp4_and_skips_it_for_pd_with_the_reason(tmp_path, runs_dir, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
