@@ -125,7 +125,7 @@ def _median(values: list[float]) -> float | None:
 def estimate(project: str, *, rehearsal: bool, levels: int, method: dict) -> Estimate:
     """Per-candidate phase durations: this project's earlier tune results first, then its launch
     records (ready.json) and bench history with the same method; assumed values for the rest."""
-    assumed = ASSUMED[rehearsal]
+    assumed = ASSUMED[bool(rehearsal)]  # `rehearsal` may be a mode ("sim"): any rehearsal
     done = [r for r in report.read_jsonl(results.results_path(project)) if r.get("status") == "ok"]
     seconds = {phase: _median([(r.get("seconds") or {}).get(phase) for r in done])
                for phase in ("launch", "smoke", "bench", "down")}
