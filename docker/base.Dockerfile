@@ -24,6 +24,11 @@ ENV DEBIAN_FRONTEND=noninteractive \
     FLASHINFER_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST} \
     CUDAARCHS=120a \
     UV_NATIVE_TLS=1 \
+    # Every module uv installs is compiled to bytecode at install time (uv's advice for images). The
+    # image writes no bytecode at run time (PYTHONDONTWRITEBYTECODE above: a read-only root, no stray
+    # files), so without this every process (each server, each TP rank) would compile torch's and
+    # SGLang's modules from source again at every start (benchmarks/startup_imports.py measures it).
+    UV_COMPILE_BYTECODE=1 \
     # uv caches nothing in the image (nor at run time); each install step below turns the cache on
     # (UV_NO_CACHE=0) inside its BuildKit cache mount, copying out of it (UV_LINK_MODE=copy).
     UV_NO_CACHE=1 \

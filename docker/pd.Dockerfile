@@ -1,12 +1,13 @@
-# Layer 3 of 5, pd: what prefill/decode disaggregation adds: NIXL (nixl-cu13, with the UCX it
-# bundles) for the KV transfer, and smg (Shepherd Model Gateway), the router. Their dependencies are
-# already in the framework layer (resolved together by `make lock`), so only these two wheels are
-# installed, hashes required. sglang-router must never be installed next to smg (both ship an `smg`
-# console script): the check below fails the build if it is there.
+# Layer 3 of 5, pd: what prefill/decode disaggregation adds: NIXL for the KV transfer and smg (Shepherd
+# Model Gateway), the router. NIXL is the `nixl` meta package (the module SGLang imports), which picks
+# nixl-cu13 (with the UCX it bundles) from torch's CUDA major and brings nixl-cu12 beside it. Their
+# dependencies are already in the framework layer (resolved together by `make lock`), so only these
+# wheels are installed, hashes required. sglang-router must never be installed next to smg (both ship
+# an `smg` console script): the check below fails the build if it is there.
 ARG PARENT_IMAGE=sglang-bundle/sglang-sm120:framework
 FROM ${PARENT_IMAGE}
 
 COPY docker/requirements/pd.txt /opt/bundle/requirements/pd.txt
 RUN --mount=type=cache,target=/root/.cache/uv,sharing=locked \
     UV_NO_CACHE=0 UV_LINK_MODE=copy uv pip install --require-hashes --no-deps -r /opt/bundle/requirements/pd.txt \
- && python -c "import importlib.metadata as m, importlib.util as u, smg.router_args, smg.launch_router; assert u.find_spec('sglang_router') is None, 'sglang-router is installed next to smg'; print('nixl-cu13', m.version('nixl-cu13'), 'smg', m.version('smg'))"
+ && python -c "import importlib.metadata as m, importlib.util as u, smg.router_args, smg.launch_router, nixl; assert u.find_spec('sglang_router') is None, 'sglang-router is installed next to smg'; print('nixl', m.version('nixl'), 'nixl-cu13', m.version('nixl-cu13'), 'smg', m.version('smg'))"

@@ -2,7 +2,7 @@
 # (`bundle build --standin`; bundle/images/rehearsal.py names the parent from the lock through
 # bundle/images/build.py's plan). That layer already holds the lock's own hashed closure on CPython
 # 3.12: torch 2.14.1, SGLang 0.5.23 with every dependency (the CPU engine's imports included:
-# xgrammar, llguidance, openai, tiktoken, uvloop, ...), nixl-cu13 1.5.1 and smg 1.13.0.
+# xgrammar, llguidance, openai, tiktoken, uvloop, ...), nixl 1.5.1 (nixl-cu13) and smg 1.13.0.
 # This file adds ONLY:
 #   - the stand-in `sgl_kernel` (docker/engine/sgl_kernel: every name raises if called), first on
 #     PYTHONPATH so it shadows the real sglang-kernel, whose CUDA extensions cannot load without a GPU;
@@ -42,8 +42,9 @@ RUN chmod 0755 /usr/local/bin/bundle-entrypoint \
 # The stand-in first: it shadows site-packages' sgl_kernel for every process of this image.
 ENV PYTHONPATH=/opt/bundle/engine/standins:/opt/simulator
 # The image must import what both rehearsals run: SGLang's server (CPU engine), the simulator,
-# smg and bench_serving; sgl_kernel must be the stand-in.
-RUN SGLANG_USE_CPU_ENGINE=1 python -c "import sgl_kernel, sglang.srt.entrypoints.http_server, sglang.srt.disaggregation.nixl.conn, sglang.benchmark.serving, smg.launch_router, bundle.simulator.server, nixl_cu13; assert sgl_kernel.__file__.startswith('/opt/bundle/engine/standins/'), sgl_kernel.__file__; print('rehearsal image: imports ok')"
+# smg and bench_serving, and the `nixl._api` SGLang's NIXL backend imports when pd starts (the
+# lock once lacked it: pd failed only at decode's start); sgl_kernel must be the stand-in.
+RUN SGLANG_USE_CPU_ENGINE=1 python -c "import sgl_kernel, sglang.srt.entrypoints.http_server, sglang.srt.disaggregation.nixl.conn, sglang.benchmark.serving, smg.launch_router, bundle.simulator.server; from nixl._api import nixl_agent; assert sgl_kernel.__file__.startswith('/opt/bundle/engine/standins/'), sgl_kernel.__file__; print('rehearsal image: imports ok')"
 
 # Last, so a new version string does not invalidate the cached layers above.
 ARG VERSION=dev

@@ -61,15 +61,19 @@ def test_the_simulator_exposes_only_sglang_names_for_what_it_simulates():
 
     from bundle.simulator.metrics import Counters, ServingMetrics
 
-    serving = ServingMetrics("dsv4", "decode", cuda_graph=True)
-    serving.request_done(ttft_s=0.1, e2e_s=0.5, output_tokens=5)
-    serving.kv_transfer(gb_s=20, latency_ms=3)
-    counters = Counters("dsv4", "decode")
-    counters.request_done(streaming=False, prompt_tokens=3, completion_tokens=5)
-    text = counters.render() + serving.render()
-    samples = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
-    sglang = {n for n in samples if n.startswith("sglang:")}
-    assert "sglang:kv_transfer_speed_gb_s_bucket" in sglang and "sglang:time_to_first_token_seconds_bucket" in sglang
+    sglang = set()
+    for role in ("prefill", "decode"):
+        serving = ServingMetrics("dsv4", role, cuda_graph=True)
+        serving.request_done(ttft_s=0.1, e2e_s=0.5, output_tokens=5)
+        serving.kv_sent(gb_s=20, latency_ms=3)
+        serving.kv_received(seconds=0.01)
+        counters = Counters("dsv4", role)
+        counters.request_done(streaming=False, prompt_tokens=3, completion_tokens=5)
+        text = counters.render() + serving.render()
+        samples = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+        sglang |= {n for n in samples if n.startswith("sglang:")}
+    assert {"sglang:kv_transfer_speed_gb_s_bucket", "sglang:time_to_first_token_seconds_bucket",
+            "sglang:per_stage_req_latency_seconds_count"} <= sglang
     known = catalogue.exposed_names(catalogue.sglang_metrics())
     # prometheus_client adds _created to counters and histograms, as it does in SGLang.
     assert {n for n in sglang if not n.endswith("_created")} - known == set()

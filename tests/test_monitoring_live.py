@@ -15,7 +15,8 @@ def _text(counters, serving):
 
 
 def test_rates_and_means_cover_only_the_interval_between_readings():
-    counters, serving = Counters("m", "decode"), ServingMetrics("m", "decode", cuda_graph=True)
+    # prefill: the sender records the KV transfer in SGLang 0.5.23 (and so in the simulator)
+    counters, serving = Counters("m", "prefill"), ServingMetrics("m", "prefill", cuda_graph=True)
     # Before the first reading: one slow request that must not count in the interval's means.
     counters.request_done(streaming=False, prompt_tokens=5, completion_tokens=11)
     serving.request_done(ttft_s=2.0, e2e_s=3.0, output_tokens=11)
@@ -23,9 +24,9 @@ def test_rates_and_means_cover_only_the_interval_between_readings():
     for _ in range(2):  # in the interval: two requests, TTFT 100 ms, TPOT 20 ms, 51 tokens each
         counters.request_done(streaming=False, prompt_tokens=5, completion_tokens=51)
         serving.request_done(ttft_s=0.1, e2e_s=0.1 + 50 * 0.02, output_tokens=51)
-        serving.kv_transfer(gb_s=1.5, latency_ms=4)
+        serving.kv_sent(gb_s=1.5, latency_ms=4)
     serving.set_load(running=3, queued=2, token_usage=0.25)
-    got = figures("decode", before, _text(counters, serving), seconds=2.0)
+    got = figures("prefill", before, _text(counters, serving), seconds=2.0)
     assert got.tokens_per_s == pytest.approx(51.0)
     assert got.ttft_ms == pytest.approx(100.0)
     assert got.tpot_ms == pytest.approx(20.0)

@@ -52,7 +52,7 @@ def test_a_pulled_python_image_becomes_the_standin_base_without_the_script(monke
     monkeypatch.setattr(docker, "image_facts", lambda ref: None)
     monkeypatch.setattr(docker, "pull_image", lambda ref: calls.append(("pull", ref)))
     monkeypatch.setattr(docker, "tag_image", lambda src, dst: calls.append(("tag", src, dst)))
-    monkeypatch.setattr(build.subprocess, "run", lambda *a, **k: pytest.fail("the script must not run"))
+    monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     build.ensure_standin_base("bundle-test/standin:x", load_lock(), report=lambda _m: None)
     assert calls == [("pull", PINNED), ("tag", PINNED, "bundle-test/standin:x")]
@@ -63,7 +63,7 @@ def test_no_registry_and_no_cpython_stops_before_the_script(monkeypatch, tmp_pat
         raise BundleError(f"docker pull {ref} failed:\nno such host")
     monkeypatch.setattr(docker, "image_facts", lambda ref: None)
     monkeypatch.setattr(docker, "pull_image", refused)
-    monkeypatch.setattr(build.subprocess, "run", lambda *a, **k: pytest.fail("the script must not run"))
+    monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     with pytest.raises(BundleError, match="cannot make the stand-in base"):
         build.ensure_standin_base("bundle-test/standin:x", load_lock(), report=lambda _m: None)
@@ -77,3 +77,23 @@ def test_the_script_without_a_cpython_says_the_ways_out(tmp_path):
     assert f"no CPython 3.12 at {tmp_path / 'nowhere'}" in proc.stderr
     assert "python:3.12-slim-bookworm" in proc.stderr and "STANDIN_PYTHON=" in proc.stderr
     assert "BUNDLE_STANDIN_BASE" in proc.stderr
+
+
+def test_the_scripts_lines_are_the_progress_and_its_last_lines_the_error(monkeypatch, tmp_path):
+    """debootstrap takes minutes on a fresh host: every line it prints is shown as it comes, and a
+    failure names the script's last lines."""
+    script = tmp_path / build.STANDIN_SCRIPT
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\necho 'I: Retrieving InRelease'\necho 'I: Validating Packages' >&2\n"
+                      "echo 'E: no space left' >&2\nexit 3\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(docker, "image_facts", lambda ref: None)
+    monkeypatch.setattr(build, "choose_standin_source", lambda *a, **k: "standin-root")
+    lock = load_lock()
+    monkeypatch.setattr(build.paths, "project_root", lambda: tmp_path)
+    seen = []
+    with pytest.raises(BundleError, match="E: no space left") as err:
+        build.ensure_standin_base("bundle-test/standin:x", lock, report=seen.append)
+    assert "  stand-in base | I: Retrieving InRelease" in seen
+    assert "  stand-in base | I: Validating Packages" in seen  # stderr too
+    assert "could not be made" in err.value.message

@@ -71,7 +71,7 @@ LAYERS: tuple[LayerSpec, ...] = (
               ("docker/requirements/base.txt",), _base_args),
     LayerSpec("framework", "torch (cu130), SGLang, sglang-kernel, FlashInfer, tilelang + closure",
               ("docker/requirements/framework.txt",), _framework_args),
-    LayerSpec("pd", "nixl-cu13 (with its UCX) and smg (the router)",
+    LayerSpec("pd", "nixl (nixl-cu13 with its UCX) and smg (the router)",
               ("docker/requirements/pd.txt",), lambda lock: {}),
     LayerSpec("overlay", "the kernel overlay (kernels/)",
               ("docker/overlay-install.sh", "@overlay"),
@@ -272,7 +272,7 @@ def choose_standin_source(python_image: str, *, pulled: Callable[[], bool], loca
 def ensure_standin_base(ref: str, lock: Lock, report: Callable[[str], None] = print) -> None:
     """Make the stand-in base `ref` when the engine does not have it: the lock's pinned python image
     tagged as `ref` where a registry is reachable, else docker/standin-root.sh (debootstrap + a
-    local CPython 3.12, about a minute); a BundleError naming the fixes when neither can be had."""
+    local CPython 3.12, minutes on a fresh host); a BundleError naming the fixes when neither can be had."""
     from bundle.stack import docker
 
     if docker.image_facts(ref) is not None:
@@ -298,9 +298,14 @@ def ensure_standin_base(ref: str, lock: Lock, report: Callable[[str], None] = pr
     script = paths.project_root() / STANDIN_SCRIPT
     report(f"making the stand-in base {ref} with {STANDIN_SCRIPT} (debootstrap + CPython 3.12 from "
            f"{standin_python_prefix()}) ...")
-    result = subprocess.run([str(script), ref], capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        detail = " / ".join((result.stderr or result.stdout).strip().splitlines()[-3:])
+    # Minutes on a fresh host (debootstrap downloads and unpacks a Debian root): its lines are the progress.
+    lines: list[str] = []
+    with subprocess.Popen([str(script), ref], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            report(f"  stand-in base | {lines[-1]}")
+    if proc.returncode != 0:
+        detail = " / ".join(lines[-3:])
         raise BundleError(f"{STANDIN_SCRIPT}: the stand-in base {ref} could not be made: {detail}",
                           exit_code=EXIT_ENVIRONMENT,
                           hint=f"run `sudo {STANDIN_SCRIPT}` once (needs root, `apt-get install debootstrap "

@@ -7,7 +7,8 @@ with hashes required and `--no-deps` (the lock is the whole closure, so nothing 
 Layers and what they resolve:
 - base:      uv (installs everything above it) and setuptools (the overlay's build backend)
 - framework: torch, sglang, sglang-kernel, flashinfer, tilelang and their whole closure
-- pd:        nixl-cu13 and smg (the router), resolved together with the framework's pins; pd.txt keeps
+- pd:        nixl (the `nixl` module SGLang imports; it brings nixl-cu13 and nixl-cu12) and smg (the
+             router), resolved together with the framework's pins; pd.txt keeps
              only what the framework layer does not already hold, so the two never disagree.
 
 `python -m bundle.images.requirements [--check]` regenerates (or, with --check, verifies) them.
@@ -30,7 +31,7 @@ from bundle.images.lock import Lock, load_lock, requirements_dir
 LAYERS = ("base", "framework", "pd")
 FRAMEWORK_PACKAGES = ("torch", "sglang", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
                       "flashinfer-jit-cache", "tilelang")
-PD_PACKAGES = ("nixl-cu13", "smg")
+PD_PACKAGES = ("nixl", "nixl-cu13", "smg")
 # Ubuntu 24.04 (the CUDA base) has glibc 2.39; sglang 0.5.23 ships manylinux_2_34 wheels only.
 PLATFORM = "x86_64-manylinux_2_39"
 INPUTS_MARK = "# inputs-sha256: "
@@ -200,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bundle.images.requirements", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="verify instead of regenerating")
     parser.add_argument("--lock", type=Path, default=None, help="path of lock.toml")
+    parser.add_argument("--upgrade", action="store_true",
+                        help="re-resolve every unpinned package to its newest allowed version (default: keep "
+                             "the versions the hashed locks hold wherever the pins still allow them)")
     args = parser.parse_args(argv)
     try:
         lock = load_lock(args.lock)
@@ -209,7 +213,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(problems, source=str(requirements_dir(lock.path)))
             print(f"hashed locks agree with {lock.path} (lock hash {lock.hash})")
             return 0
-        for layer, path in compile_locks(lock).items():
+        # Like `uv pip compile -o` and pip-compile with an existing output: a changed pin changes its own
+        # closure, not every dependency that had a release since the last `make lock` (a new nixl pin
+        # must not rebuild the framework layer).
+        keep = None if args.upgrade else requirements_dir(lock.path)
+        for layer, path in compile_locks(lock, keep_from=keep).items():
             print(f"{layer:<10} {len(parse_pins(path.read_text())):>4} packages  {path}")
         print(f"lock hash {load_lock(args.lock).hash}")
         return 0

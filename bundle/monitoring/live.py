@@ -17,7 +17,7 @@ class Figures:
     queue: float | None
     running: float | None
     kv_use: float | None  # 0-1
-    kv_transfer_gb_s: float | None  # mean over the transfers in the interval (PD decode)
+    kv_transfer_gb_s: float | None  # mean over the transfers in the interval (PD prefill: SGLang records them on the sender)
 
     def as_dict(self) -> dict:
         return asdict(self)

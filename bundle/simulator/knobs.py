@@ -46,7 +46,7 @@ class Knobs:
     # SIM_KV_WAIT_SECS: how long decode waits for prefill's KV before failing the request; SGLang's
     # own SGLANG_DISAGGREGATION_WAITING_TIMEOUT (the compose files set it) is the default.
     kv_wait_secs: float = 300.0
-    kv_gb_s: float = 20.0  # SIM_KV_GB_S: the KV transfer speed decode reports (cuda_ipc-like; ~1 is TCP's)
+    kv_gb_s: float = 20.0  # SIM_KV_GB_S: the KV transfer speed prefill (the sender) reports (cuda_ipc-like; ~1 is TCP's)
 
     @classmethod
     def from_env(cls) -> Knobs:

@@ -52,6 +52,9 @@ ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.
                0.100, 0.200, 0.400, 0.600, 0.800, 1.0, 2.0, 4.0, 6.0, 8.0)
 KV_SPEED_BUCKETS = (0.1, 0.5, 1, 5, 10, 25, 50, 100, 200, 400)
 KV_LATENCY_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
+STAGE_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 50, 100)
+# SGLang's RequestStage for "this request's KV cache has arrived on decode".
+DECODE_TRANSFERRED_STAGE = "decode_transferred"
 
 
 class ServingMetrics:
@@ -89,14 +92,21 @@ class ServingMetrics:
                               "Histogram of time per output token in seconds.", ITL_BUCKETS)
         self.e2e = histogram("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in "
                              "seconds", TTFT_BUCKETS)
-        # The PD KV transfer only where one is simulated (a prefill or decode role): a unified simulator
-        # moves no KV, and a zero count there would read as "decode received nothing" to smoke's PD proof.
-        self.kv_speed = self.kv_latency = None
-        if engine_type != "unified":
+        # The PD KV transfer where SGLang 0.5.23 records it (read off the real CPU engine's pd): the
+        # sender, prefill, observes each transfer's speed and latency (disaggregation/prefill.py);
+        # decode observes the request stage "decode_transferred" once a request's KV has arrived
+        # (observability/req_time_stats.py). A unified server moves no KV and shows neither.
+        self.kv_speed = self.kv_latency = self.decode_transferred = None
+        if engine_type == "prefill":
             self.kv_speed = histogram("sglang:kv_transfer_speed_gb_s",
                                       "Histogram of KV cache transfer speed in GB/s.", KV_SPEED_BUCKETS)
             self.kv_latency = histogram("sglang:kv_transfer_latency_ms",
                                         "Histogram of KV cache transfer latency in ms.", KV_LATENCY_BUCKETS)
+        if engine_type == "decode":
+            self.decode_transferred = Histogram(
+                "sglang:per_stage_req_latency_seconds", "The latency of each stage of requests.",
+                [*names, "stage"], buckets=STAGE_BUCKETS, registry=self.registry,
+            ).labels(**self.labels, stage=DECODE_TRANSFERRED_STAGE)
         self._cuda_graph = cuda_graph
 
     def set_load(self, *, running: int, queued: int, token_usage: float) -> None:
@@ -118,11 +128,16 @@ class ServingMetrics:
             self.itl.observe(per_token)
             self.gen_throughput.set(1 / per_token if per_token > 0 else 0)
 
-    def kv_transfer(self, *, gb_s: float, latency_ms: float) -> None:
-        if self.kv_speed is None:
-            return
-        self.kv_speed.observe(gb_s)
-        self.kv_latency.observe(latency_ms)
+    def kv_sent(self, *, gb_s: float, latency_ms: float) -> None:
+        """Prefill: one request's KV cache handed to decode."""
+        if self.kv_speed is not None:
+            self.kv_speed.observe(gb_s)
+            self.kv_latency.observe(latency_ms)
+
+    def kv_received(self, *, seconds: float) -> None:
+        """Decode: one request's KV cache arrived, `seconds` after it was asked for."""
+        if self.decode_transferred is not None:
+            self.decode_transferred.observe(seconds)
 
     def render(self) -> str:
         from prometheus_client import generate_latest

@@ -191,8 +191,7 @@ class Simulator:
                         fetch_began = time.monotonic()
                         await pd.fetch_kv(req.bootstrap_host, int(req.bootstrap_port or 0),
                                           req.bootstrap_room, self.knobs.kv_wait_secs)
-                        self.serving.kv_transfer(gb_s=self.knobs.kv_gb_s,
-                                                 latency_ms=(time.monotonic() - fetch_began) * 1000)
+                        self.serving.kv_received(seconds=time.monotonic() - fetch_began)
                     except pd.KVTransferError as exc:
                         self.counters.add("sglang:num_transfer_failed_reqs_total")
                         log.error("%s", exc)
@@ -611,7 +610,10 @@ def create_app(sim: Simulator) -> FastAPI:
     async def kv(room: int, timeout: float = 30.0):
         if sim.role != "prefill":
             return _error(404, "only a prefill worker serves KV rooms")
+        asked = time.monotonic()
         if await sim.board.wait(room, min(timeout, MAX_HANG_SECS)):
+            # Handed over: the sender records the transfer, as SGLang's prefill does.
+            sim.serving.kv_sent(gb_s=sim.knobs.kv_gb_s, latency_ms=(time.monotonic() - asked) * 1000)
             return JSONResponse({"room": room, "status": "ready"})
         return JSONResponse({"room": room, "status": "timeout"}, status_code=408)
 

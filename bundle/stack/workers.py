@@ -134,6 +134,22 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
+def sample_total(text: str, name: str, **labels: str) -> float | None:
+    """The sum of `name`'s samples whose labels include `labels` (None when there is none): for a
+    series that only one label value means, e.g. one stage of sglang:per_stage_req_latency_seconds."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    total = None
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                    total = (total or 0.0) + float(sample.value)
+    except ValueError:
+        return None
+    return total
+
+
 def parse_prometheus(text: str) -> dict[str, float]:
     """Prometheus text format -> {sample name: sum over every label set} (counters only need sums),
     read by prometheus_client's own parser; a body that is not Prometheus text gives {}."""

@@ -25,15 +25,20 @@ import requests
 
 from bundle import topology as registry
 from bundle.stack.frontdoor import FrontDoor
-from bundle.stack.workers import Workers, parse_prometheus
+from bundle.stack.workers import Workers, parse_prometheus, sample_total
 
 # SGLang's tokenizer-manager counters (observability/metrics_collector.py; need --enable-metrics).
 # In PD mode the router sends every request to both workers, so both count it.
 REQUESTS_METRIC = "sglang:num_requests_total"
 GENERATED_METRIC = "sglang:generation_tokens_total"
-# Decode's own record of each KV transfer it received (observability/metrics_collector.py, a histogram:
-# one observation per transfer). The worker simulator has none; the real server, on GPU or CPU, has.
-KV_TRANSFERS_METRIC = "sglang:kv_transfer_latency_ms_count"
+# The KV transfer in SGLang's own records (read off the real server, SGLang 0.5.23, in the CPU engine
+# rehearsal): decode observes the request stage "decode_transferred" once a request's KV cache has
+# arrived (observability/req_time_stats.py), one observation per request; prefill, the sender, observes
+# each transfer's latency (disaggregation/prefill.py). Warm-up requests count too, so smoke compares
+# readings taken before and after its own requests.
+KV_RECEIVED_METRIC = "sglang:per_stage_req_latency_seconds_count"
+KV_RECEIVED_LABELS = {"stage": "decode_transferred"}
+KV_SENT_METRIC = "sglang:kv_transfer_latency_ms_count"
 # SGLang's scheduler log lines (scheduler_components/metrics_reporter.py), the fallback proof.
 LOG_MARKS = {"prefill": "Prefill batch", "decode": "Decode batch"}
 DETAIL_CHARS = 300  # error bodies are cut: enough to see why, not a page of HTML
@@ -285,7 +290,8 @@ class SmokeRunner:
                 totals = parse_prometheus(reply.text)
                 out[role] = {"source": "metrics", "requests": totals.get(REQUESTS_METRIC, 0.0),
                              "generated": totals.get(GENERATED_METRIC, 0.0),
-                             "kv_transfers": totals.get(KV_TRANSFERS_METRIC)}
+                             "kv_received": sample_total(reply.text, KV_RECEIVED_METRIC, **KV_RECEIVED_LABELS),
+                             "kv_sent": totals.get(KV_SENT_METRIC)}
                 continue
             mark = LOG_MARKS.get(role)
             out[role] = {"source": "log", "status": reply.status, "why": f"/metrics: HTTP {reply.status}",
@@ -339,11 +345,15 @@ class SmokeRunner:
                     generated = a["generated"] - b["generated"]
                     role_ok = role_ok and generated > 0
                     text += f", generated {generated:g} tokens"
-                    if a.get("kv_transfers") is not None:
-                        # The KV path itself: decode counted a transfer for every request it served.
-                        moved = a["kv_transfers"] - (b.get("kv_transfers") or 0.0)
+                    if a.get("kv_received") is not None:
+                        # The KV path itself: decode received a KV cache for every request it served.
+                        moved = a["kv_received"] - (b.get("kv_received") or 0.0)
                         role_ok = role_ok and moved >= served
-                        text += f", received {moved:g} KV transfers ({KV_TRANSFERS_METRIC})"
+                        text += (f", received the KV cache of {moved:g} requests ({KV_RECEIVED_METRIC}"
+                                 f"{{stage=\"decode_transferred\"}})")
+                elif a.get("kv_sent") is not None:
+                    # Reported, not required: SGLang skips a transfer whose time it could not take.
+                    text += f", sent {a['kv_sent'] - (b.get('kv_sent') or 0.0):g} KV transfers ({KV_SENT_METRIC})"
             else:
                 seen = a.get("lines", 0) - b.get("lines", 0)
                 role_ok = seen > 0
