@@ -209,9 +209,9 @@ class SmokeRunner:
             self._one_check(i, check.prompt, check.expect)
         self._step(f"long prompt (> {LONG_PROMPT_MIN_TOKENS} tokens)", self._long_prompt)
         self._step("not degenerate", self._not_degenerate)
-        if self.workers and self.entry.name == "pd":
+        if self.workers and self.entry.disaggregated:
             self._step("through prefill and decode", lambda: self._passed_through(before))
-        if self.workers and self.entry.max_replicas > 1:
+        if self.workers and self.entry.replicated:
             self._step("reached every replica", lambda: self._spread(before))
         return self.report
 
