@@ -44,15 +44,11 @@ class Target:
         older driver (no rendered variables), what the config would launch, rendered again."""
         if self.record is not None and self.record.env:
             return self.record
-        from bundle.commands._common import prepare
-
-        from bundle.commands._common import rehearsal_env
+        from bundle.service.prepare import prepare
         from bundle.topology import rehearsal_mode
 
         rehearsal = rehearsal_mode(self.record.rehearsal if self.record else None)
-        extra = rehearsal_env(rehearsal)
-        rendered = prepare(argparse.Namespace(config=None), self.topology.name, dep=self.dep,
-                           rehearsal=rehearsal, extra_env=extra).rendered
+        rendered = prepare(self.topology.name, dep=self.dep, rehearsal=rehearsal).rendered
         rendered.write()
         return runstate.LaunchRecord.of(rendered, rehearsal=rehearsal, config=self.dep.source.name,
                                         run_dir=runstate.project_dir(self.project))

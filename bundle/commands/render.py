@@ -10,9 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from bundle.commands._common import BARE_REHEARSAL, add_config_argument, add_topology_argument, prepare
+from bundle.commands._common import BARE_REHEARSAL, add_config_argument, add_topology_argument, resolve_rehearsal
 from bundle.errors import EXIT_USAGE, BundleError, ConfigError
 from bundle.render import targets
+from bundle.service.prepare import prepare
 from bundle.topology import REHEARSAL_MODES
 
 HELP = ("write runs/<project>/bundle.env and print the configuration exactly as docker compose resolves it; "
@@ -54,11 +55,8 @@ def _run_compose(args: argparse.Namespace) -> int:
 
     from bundle.stack import docker
 
-    from bundle.commands._common import rehearsal_env, resolve_rehearsal
-
-    # The tag and model folder only: render never builds (launch --rehearsal does).
-    extra = rehearsal_env(resolve_rehearsal(args))
-    prepared = prepare(args, args.topology, rehearsal=args.rehearsal, extra_env=extra)
+    # The rehearsal's image tag and model folder only: render never builds (launch --rehearsal does).
+    prepared = prepare(args.topology, config=args.config, rehearsal=resolve_rehearsal(args))
     for warning in prepared.findings.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     rendered = prepared.rendered
@@ -79,7 +77,7 @@ def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
         raise BundleError(f"--target {target.name} needs -o DIR, the folder to write to", exit_code=EXIT_USAGE,
                           hint=f"bundle render --target {target.name} {args.topology} "
                                f"-o {target.name}/{args.topology}")
-    prepared = prepare(args, args.topology)  # the compose render and its rules: the same command lines
+    prepared = prepare(args.topology, config=args.config)  # the compose render and its rules: the same command lines
     dep = prepared.dep
     checker = target.checker()
     if checker is not None:
