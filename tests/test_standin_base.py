@@ -12,7 +12,7 @@ import pytest
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.images import build
 from bundle.images.lock import load_lock
-from bundle.stack import docker
+from bundle.stack import engine
 
 REPO = Path(__file__).resolve().parents[1]
 PINNED = load_lock().table("standin")["python_image"]
@@ -49,9 +49,9 @@ def test_with_neither_one_error_names_every_fix(tmp_path):
 
 def test_a_pulled_python_image_becomes_the_standin_base_without_the_script(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(docker, "image_facts", lambda ref: None)
-    monkeypatch.setattr(docker, "pull_image", lambda ref: calls.append(("pull", ref)))
-    monkeypatch.setattr(docker, "tag_image", lambda src, dst: calls.append(("tag", src, dst)))
+    monkeypatch.setattr(engine, "image_facts", lambda ref: None)
+    monkeypatch.setattr(engine, "pull_image", lambda ref: calls.append(("pull", ref)))
+    monkeypatch.setattr(engine, "tag_image", lambda src, dst: calls.append(("tag", src, dst)))
     monkeypatch.setattr(build.subprocess, "run", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     build.ensure_standin_base("bundle-test/standin:x", load_lock(), report=lambda _m: None)
@@ -61,8 +61,8 @@ def test_a_pulled_python_image_becomes_the_standin_base_without_the_script(monke
 def test_no_registry_and_no_cpython_stops_before_the_script(monkeypatch, tmp_path):
     def refused(ref):
         raise BundleError(f"docker pull {ref} failed:\nno such host")
-    monkeypatch.setattr(docker, "image_facts", lambda ref: None)
-    monkeypatch.setattr(docker, "pull_image", refused)
+    monkeypatch.setattr(engine, "image_facts", lambda ref: None)
+    monkeypatch.setattr(engine, "pull_image", refused)
     monkeypatch.setattr(build.subprocess, "run", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     with pytest.raises(BundleError, match="cannot make the stand-in base"):

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_compose(args: argparse.Namespace) -> int:
     import json
 
-    from bundle.stack import docker
+    from bundle.stack import docker, engine
 
     # The rehearsal's image tag and model folder only: render never builds (launch --rehearsal does).
     prepared = prepare(args.topology, config=args.config, rehearsal=resolve_rehearsal(args))
@@ -61,7 +61,7 @@ def _run_compose(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     rendered = prepared.rendered
     rendered.write()
-    docker.require_compose()
+    engine.require_compose()
     resolved = docker.stack_of(rendered).config()
     if args.format == "json":
         print(json.dumps(resolved, indent=2))

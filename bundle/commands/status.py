@@ -70,7 +70,7 @@ def collect(target) -> dict:
     for s in states:
         problem = _server_problem(s, workers, s.service) if s.service in servers else (
             "paused" if s.state == "paused" else None)
-        from bundle.stack.docker import container_processes
+        from bundle.stack.engine import container_processes
 
         # What really runs inside (SGLang names its processes: sglang::scheduler, ...; the simulator
         # is one python): names only, never arguments.

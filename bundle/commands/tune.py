@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.durations import parse_duration
     from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, BundleError
     from bundle.images.lock import load_lock
-    from bundle.stack import docker, runstate
+    from bundle.stack import docker, engine, runstate
     from bundle.tune import plan as planner
     from bundle.tune import report as tune_report
     from bundle.tune import results, runner
@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not plan.to_run and not any(p.previous for p in plan.items):
         raise BundleError("no candidate can run: every one was skipped (reasons above)", exit_code=EXIT_FAILED)
-    docker.require_engine()
-    docker.require_compose()
+    engine.require_engine()
+    engine.require_compose()
     if docker.project_containers(plan.project):
         raise BundleError(f"{plan.project} is up: bundle tune launches each candidate itself",
                           hint=f"`bundle down {args.topology}` first (the JIT cache volume is kept)",

@@ -19,7 +19,7 @@ from bundle.config.model import Deployment
 from bundle.durations import parse_duration
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.service.prepare import ensure_rehearsal_artifacts, load, prepare
-from bundle.stack import docker, runstate
+from bundle.stack import docker, engine, runstate
 from bundle.stack.frontdoor import front_door
 from bundle.stack.ready import BackgroundUp, NotReady, wait_ready, workers_away
 
@@ -57,8 +57,8 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     if not request.rehearsal:
         _check_model_against_lock(dep)
     timeout = parse_duration(request.timeout or dep.lifecycle.launch_timeout, what="--timeout")
-    docker.require_engine()
-    docker.require_compose()
+    engine.require_engine()
+    engine.require_compose()
     project = dep.project_name(topology.name)
     reconcile = bool(docker.project_containers(project))
     if not reconcile:
@@ -73,7 +73,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     if request.rehearsal:
         console.print(f"rehearsal ({request.rehearsal}): building the image if its inputs changed ...")
         ensure_rehearsal_artifacts(request.rehearsal, report=lambda line: console.print(line, markup=False))
-    elif not docker.image_exists(rendered.env["BUNDLE_IMAGE"]):
+    elif not engine.image_exists(rendered.env["BUNDLE_IMAGE"]):
         raise BundleError(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
                           hint="`make image` to build it, or `bundle pull` to fetch the published one",
                           exit_code=EXIT_ENVIRONMENT)
