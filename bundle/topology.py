@@ -6,7 +6,20 @@ each server's settings live in bundle.yaml, the compose variables of each server
 server), the front door and its readiness path, and how GPU groups become visible devices and
 `--base-gpu-id`.
 
-Adding a topology = one entry in TOPOLOGIES + compose/<name>.yaml + compose/rehearsal-<name>.yaml.
+Behaviour comes from the capabilities an entry states, never from its name: `disaggregated` (prefill
+and decode servers, the KV cache moved between them), `replicated` (copies of one server behind the
+router, sharing one config section), `has_router`, each service's `role` and `config_key`, the
+topology's `config_section`, `gpu_visibility`. Code outside this module asks for a capability; a test
+(tests/test_topology_registry.py) fails on a topology name compared anywhere else in bundle/.
+
+The shape of a topology's section in bundle.yaml follows from its capabilities (config/model.py):
+a disaggregated one holds `prefill`, `decode`, `router` and the KV transfer's settings; a replicated
+one `replicas`, `tp_size`, `gpus` and `router`; any other one server's `gpus`, `tp_size`, ...
+A new topology may share an existing section (its servers read the same settings) or bring its own
+(then bundle.schema.json and defaults.yaml describe it).
+
+Adding a topology = one entry in TOPOLOGIES + compose/<name>.yaml + compose/rehearsal-<name>.yaml
+(+ compose/rehearsal-engine-<name>.yaml for the engine rehearsal).
 """
 
 from __future__ import annotations
@@ -74,7 +87,7 @@ class Topology:
     summary: str
     services: tuple[Service, ...]  # every service `up` may start, servers first
     front_service: str  # the only service with a published port
-    config_section: str  # bundle.yaml's section of this topology (tp4, pd, dp)
+    config_section: str  # bundle.yaml's section of this topology: its servers' and router's settings
     # How servers see GPUs: "own" (each container its own group, --base-gpu-id 0) or "union" (every
     # server sees the union and picks its group with --base-gpu-id: pd's CUDA IPC between them).
     gpu_visibility: str = "own"
@@ -120,6 +133,11 @@ class Topology:
     def disaggregated(self) -> bool:
         """Prefill and decode are separate servers, the KV cache moved between them (PD)."""
         return any(s.role in (PREFILL, DECODE) for s in self.services)
+
+    @property
+    def replicated(self) -> bool:
+        """Copies of one server behind the router, all read from the topology's one config section."""
+        return self.max_replicas > 1
 
     @property
     def readiness_path(self) -> str:

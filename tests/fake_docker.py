@@ -1,5 +1,5 @@
 """A scripted stand-in for python-on-whales' DockerClient, the driver's one boundary with Docker
-(bundle.stack.docker.client), so launch's readiness loop, status and the other orchestration can be
+(bundle.stack.engine.client), so launch's readiness loop, status and the other orchestration can be
 driven in-process: each `compose ps` returns the next scripted snapshot of the project's containers
 (the last one repeats), container logs grow with the snapshots, and `docker events` gives the exits.
 

@@ -200,13 +200,13 @@ FAULTS = {
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_planted_fault_fails_the_audit_and_is_named(fault, standin_image, tmp_path, capsys):
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     steps, only, expected = FAULTS[fault]
     (tmp_path / "Dockerfile").write_text(f"FROM {standin_image}\nUSER 0\n{steps.format(site=SITE)}USER 10001:10001\n")
     tag = f"bundle-test/audit-fault-{fault}:{uuid.uuid4().hex[:8]}"
-    docker.build_image(context=tmp_path, dockerfile=tmp_path / "Dockerfile", tags=[tag], build_args={},
-                       labels={}, use_buildx=docker.buildx_available())
+    engine.build_image(context=tmp_path, dockerfile=tmp_path / "Dockerfile", tags=[tag], build_args={},
+                       labels={}, use_buildx=engine.buildx_available())
     try:
         levers = {"moe_runner": "marlin"} if fault == "no-sm120" else {"moe_runner": "auto"}
         code, report = _audit(capsys, tag, _write_config(tmp_path, levers), *only)

@@ -147,9 +147,9 @@ def test_bake_defaults_match_the_lock():
 @pytest.mark.docker
 @pytest.mark.timeout(120)
 def test_bake_file_parses_with_buildx():
-    from bundle.stack import docker
+    from bundle.stack import engine
 
-    if not docker.buildx_available():
+    if not engine.buildx_available():
         skip_unless_required("no docker buildx (docker/install-buildx.sh installs it)")
     proc = subprocess.run(["docker", "buildx", "bake", "-f", "docker/docker-bake.hcl", "--print", "validate"],
                           cwd=REPO, check=False, capture_output=True, text=True)
@@ -263,16 +263,16 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
 def test_without_buildx_the_legacy_builder_builds_the_runtime_layer(standin_project, built_copy, monkeypatch):
     """The fallback for a CLI with no buildx: the same Dockerfile through `docker build` with
     DOCKER_BUILDKIT=0 (slow on fuse-overlayfs, so only the lightest layer is built here)."""
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     assert built_copy.returncode == 0, built_copy.stdout[-3000:] + built_copy.stderr[-3000:]
     monkeypatch.setenv("BUNDLE_HOME", str(standin_project))
     lock = load_lock(standin_project / "docker" / "lock.toml")
     plan = build.make_plan(lock, standin=True, root=standin_project)
-    monkeypatch.setattr(docker, "buildx_available", lambda: False)
+    monkeypatch.setattr(engine, "buildx_available", lambda: False)
     messages = []
     results = build.execute(plan, build.select_layers(plan, ["runtime"]), force=True,
                             report=messages.append)
     assert [r.action for r in results] == ["built"]
     assert "legacy builder" in messages[0]
-    assert docker.image_facts(plan.layers[-1].extra_tags[0]).labels[LOCK_HASH_LABEL] == lock.hash
+    assert engine.image_facts(plan.layers[-1].extra_tags[0]).labels[LOCK_HASH_LABEL] == lock.hash

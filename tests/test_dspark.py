@@ -6,7 +6,6 @@ space ranking dspark for tp4 and skipping it for pd; the bench table's acceptanc
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from bundle.cli import main
-from bundle.commands._common import prepare
 from bundle.config.loader import load_config
 from bundle.config.source import parse_yaml
 from bundle.doctor import checks_model
@@ -213,9 +211,8 @@ def test_attestation_reads_back_the_algorithm_and_the_block_size_the_server_reso
 def _plan(tmp_path, topology: str, model_folder: Path):
     user = parse_yaml("project: p\n", str(tmp_path / "bundle.yaml"))
     space = load_space(write_config(tmp_path, "levers: {speculative: [none, mtp, dspark]}\n", name="space.yaml"))
-    return planner.make_plan(argparse.Namespace(config=None), space, user, topology=topology, rehearsal=True,
-                             sim={}, extra_env={"MODEL_HOST_PATH": str(model_folder)}, budget_s=None,
-                             lock_hash="abc", prepare=prepare)
+    return planner.make_plan(space, user, topology=topology, rehearsal=True, sim={},
+                             extra_env={"MODEL_HOST_PATH": str(model_folder)}, budget_s=None, lock_hash="abc")
 
 
 def test_tune_runs_dspark_for_tp4_and_dp_on_a_checkpoint_with_a_draft_and_skips_it_for_pd_with_the_reason(tmp_path):

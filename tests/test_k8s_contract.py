@@ -130,14 +130,14 @@ def _check_workers(dep, rendered, topology, args):
         if topology == "pd":
             # smg reads the bootstrap port from prefill's annotation; prefill listens on it.
             _, meta = _leader_labels(rendered, "-prefill")
-            assert meta["annotations"][cmd.BOOTSTRAP_PORT_ANNOTATION] == str(dep.pd.bootstrap_port)
+            assert meta["annotations"][cmd.BOOTSTRAP_PORT_ANNOTATION] == str(dep.section("pd").bootstrap_port)
         return
     assert not args.service_discovery
     if topology == "pd":
         lws, _ = _leader_labels(rendered, "-prefill")
         name = lws["metadata"]["name"]
         assert args.prefill_urls == [(f"http://{name}-{i}.{name}.{rendered.namespace}.svc:{port}",
-                                      dep.pd.bootstrap_port) for i in range(lws["spec"]["replicas"])]
+                                      dep.section("pd").bootstrap_port) for i in range(lws["spec"]["replicas"])]
         lws, _ = _leader_labels(rendered, "-decode")
         name = lws["metadata"]["name"]
         assert args.decode_urls == [f"http://{name}-{i}.{name}.{rendered.namespace}.svc:{port}"

@@ -14,6 +14,7 @@ import pytest
 from bundle import topology as registry
 from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
 from bundle.stack import docker, ready
+from bundle.stack import engine as docker_engine
 from bundle.stack.frontdoor import FrontDoor
 from tests.fake_docker import C, FakeEngine
 from tests.sim_process import simulator
@@ -37,7 +38,7 @@ def _fast_polls(monkeypatch):
 
 def _wait(monkeypatch, engine: FakeEngine, topology: str, front: FrontDoor, *, timeout: float = 30.0,
           starting: bool = False, expected: set[str] | None = None):
-    monkeypatch.setattr(docker, "client", engine.client)
+    monkeypatch.setattr(docker_engine, "client", engine.client)
     stack = docker.Stack(engine.project, [Path("unused.yaml")], Path("unused.env"))
     topo = registry.get(topology)
     lines: list[str] = []

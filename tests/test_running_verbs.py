@@ -14,7 +14,8 @@ import requests
 
 from bundle.cli import main
 from bundle.commands import status
-from bundle.stack import docker, runstate
+from bundle.stack import engine as docker_engine
+from bundle.stack import runstate
 from tests.conftest import write_config
 from tests.fake_docker import C, FakeEngine
 from tests.sim_process import simulator
@@ -39,7 +40,7 @@ def launched(tmp_path, runs_dir, sim, monkeypatch):
 
     def engine(*containers: C) -> FakeEngine:
         fake = FakeEngine("st-tp4", [list(containers)], ports={"server": port})
-        monkeypatch.setattr(docker, "client", fake.client)
+        monkeypatch.setattr(docker_engine, "client", fake.client)
         return fake
 
     return cfg, engine

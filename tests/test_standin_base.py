@@ -12,7 +12,7 @@ import pytest
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.images import build
 from bundle.images.lock import load_lock
-from bundle.stack import docker
+from bundle.stack import engine
 
 REPO = Path(__file__).resolve().parents[1]
 PINNED = load_lock().table("standin")["python_image"]
@@ -49,9 +49,9 @@ def test_with_neither_one_error_names_every_fix(tmp_path):
 
 def test_a_pulled_python_image_becomes_the_standin_base_without_the_script(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(docker, "image_facts", lambda ref: None)
-    monkeypatch.setattr(docker, "pull_image", lambda ref: calls.append(("pull", ref)))
-    monkeypatch.setattr(docker, "tag_image", lambda src, dst: calls.append(("tag", src, dst)))
+    monkeypatch.setattr(engine, "image_facts", lambda ref: None)
+    monkeypatch.setattr(engine, "pull_image", lambda ref: calls.append(("pull", ref)))
+    monkeypatch.setattr(engine, "tag_image", lambda src, dst: calls.append(("tag", src, dst)))
     monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     build.ensure_standin_base("bundle-test/standin:x", load_lock(), report=lambda _m: None)
@@ -61,8 +61,8 @@ def test_a_pulled_python_image_becomes_the_standin_base_without_the_script(monke
 def test_no_registry_and_no_cpython_stops_before_the_script(monkeypatch, tmp_path):
     def refused(ref):
         raise BundleError(f"docker pull {ref} failed:\nno such host")
-    monkeypatch.setattr(docker, "image_facts", lambda ref: None)
-    monkeypatch.setattr(docker, "pull_image", refused)
+    monkeypatch.setattr(engine, "image_facts", lambda ref: None)
+    monkeypatch.setattr(engine, "pull_image", refused)
     monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     with pytest.raises(BundleError, match="cannot make the stand-in base"):
@@ -87,7 +87,7 @@ def test_the_scripts_lines_are_the_progress_and_its_last_lines_the_error(monkeyp
     script.write_text("#!/bin/sh\necho 'I: Retrieving InRelease'\necho 'I: Validating Packages' >&2\n"
                       "echo 'E: no space left' >&2\nexit 3\n")
     script.chmod(0o755)
-    monkeypatch.setattr(docker, "image_facts", lambda ref: None)
+    monkeypatch.setattr(engine, "image_facts", lambda ref: None)
     monkeypatch.setattr(build, "choose_standin_source", lambda *a, **k: "standin-root")
     lock = load_lock()
     monkeypatch.setattr(build.paths, "project_root", lambda: tmp_path)

@@ -5,7 +5,6 @@ budget); the simulator's speed rules and refusals in a real simulator process.""
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -14,7 +13,6 @@ import time
 import pytest
 import requests
 
-from bundle.commands._common import prepare
 from bundle.config.source import DEFAULTS_NAME, Source, parse_yaml
 from bundle.errors import ConfigError
 from bundle.simulator import speed
@@ -137,9 +135,8 @@ def test_the_resume_key_changes_with_the_overrides_the_config_the_method_and_the
 def _plan(tmp_path, space_text: str, *, budget_s=None, config="project: p\n"):
     user = parse_yaml(config, str(tmp_path / "bundle.yaml"))
     space = _space(tmp_path, space_text)
-    args = argparse.Namespace(config=None)
-    return planner.make_plan(args, space, user, topology="tp4", rehearsal=True, sim={}, extra_env={},
-                             budget_s=budget_s, lock_hash="abc", prepare=prepare)
+    return planner.make_plan(space, user, topology="tp4", rehearsal=True, sim={}, budget_s=budget_s,
+                             lock_hash="abc")
 
 
 def test_candidates_sglang_rejects_are_skipped_before_any_launch(tmp_path, runs_dir):
@@ -250,7 +247,7 @@ def test_the_sweep_stops_before_a_candidate_would_overrun_the_budget(tmp_path, r
     plan.items[0].estimate_s = plan.items[1].estimate_s = plan.items[2].estimate_s = 90.0
     ran = []
 
-    def measured(item, plan_, args, console, launch):  # each candidate takes 200 s of the sweep's clock
+    def measured(item, plan_, sweep, console):  # each candidate takes 200 s of the sweep's clock
         ran.append(item.candidate.name)
         clock[0] += 200.0
         return {"status": "ok", "seconds": {"total": 200.0}, "phase": "done"}
@@ -258,7 +255,7 @@ def test_the_sweep_stops_before_a_candidate_would_overrun_the_budget(tmp_path, r
     clock = [0.0]
     monkeypatch.setattr(runner, "run_candidate", measured)
     monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
-    runner.run_sweep(plan, argparse.Namespace(), Console(file=open("/dev/null", "w")), started=0.0,
-                     launch=None)
+    runner.run_sweep(plan, runner.Sweep(config=None, rehearsal="sim"), Console(file=open("/dev/null", "w")),
+                     started=0.0)
     assert ran == ["defaults"]  # 200 s spent + 200 s measured per candidate > 300 s
     assert plan.items[1].candidate.skip.startswith("over budget: 3.3 min spent")

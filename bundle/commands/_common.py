@@ -1,18 +1,14 @@
-"""Arguments and steps several verbs share: the config file, the topology, and the one path every
-command takes from bundle.yaml to a checked render (load -> render -> rules)."""
+"""Arguments several verbs share: the config file, the topology, the rehearsal and its simulator knobs.
+The one path from bundle.yaml to a checked render is a service (bundle/service/prepare.py)."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 from bundle import topology as registry
-from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.errors import BundleError
-from bundle.render.compose import Rendered, render
-from bundle.rules.check import Findings, check
-from bundle.topology import Topology
+from bundle.service.prepare import load as service_load
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -71,60 +67,4 @@ def sim_knobs(args: argparse.Namespace) -> dict[str, str]:
 
 
 def load(args: argparse.Namespace) -> Deployment:
-    return load_config(find_config(getattr(args, "config", None)))
-
-
-@dataclass(frozen=True)
-class Prepared:
-    dep: Deployment
-    topology: Topology
-    rendered: Rendered
-    findings: Findings
-
-
-def prepare(args: argparse.Namespace, topology: str, *, require_model: bool = False, rehearsal: bool = False,
-            extra_env: dict[str, str] | None = None, dep: Deployment | None = None,
-            collectives=None, monitoring: bool = False) -> Prepared:
-    """Config -> render (once) -> rules; raises one ConfigError listing every problem, before anything runs.
-    `collectives`: launch's per-host levers.Collectives decision (None: unprobed, see levers)."""
-    from bundle.images.lock import load_lock
-
-    dep = dep or load(args)
-    entry = registry.get(topology)
-    lock = load_lock()
-    rendered = render(dep, entry, image=lock.image_ref, lock_hash=lock.hash, rehearsal=rehearsal,
-                      extra_env=extra_env, collectives=collectives, monitoring=monitoring)
-    findings = check(dep, rendered, require_model=require_model)
-    findings.raise_if_errors(dep.source.name)
-    return Prepared(dep, entry, rendered, findings)
-
-
-def rehearsal_env(mode: str | None, *, knobs: dict[str, str] | None = None) -> dict[str, str]:
-    """What a rehearsal adds to the rendered env: the image's tag and the model folder (both known
-    before anything is built, from hashes of their inputs), health waits, the simulator's knobs."""
-    if mode is None:
-        return {}
-    from bundle.images import rehearsal as rehearsal_image
-
-    tag = rehearsal_image.image_tag()
-    if mode == registry.REHEARSAL_ENGINE:
-        from bundle.images.rehearsal_model import model_dir
-        from bundle.render import rehearsal_engine
-
-        return rehearsal_engine.env_values(tag, model_dir(tag))
-    from bundle.render import rehearsal
-
-    return rehearsal.env_values(tag, knobs=knobs)
-
-
-def ensure_rehearsal_artifacts(mode: str | None, report) -> None:
-    """Build the rehearsal image if its inputs changed; train the engine's model if missing."""
-    if mode is None:
-        return
-    from bundle.images import rehearsal as rehearsal_image
-
-    tag = rehearsal_image.ensure_image(report=report)
-    if mode == registry.REHEARSAL_ENGINE:
-        from bundle.images.rehearsal_model import ensure_model
-
-        ensure_model(tag, report=report)
+    return service_load(getattr(args, "config", None))

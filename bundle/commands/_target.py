@@ -14,7 +14,7 @@ from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.config.source import DEFAULTS_NAME
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
-from bundle.stack import docker, runstate
+from bundle.stack import docker, engine, runstate
 from bundle.topology import Topology
 
 
@@ -44,15 +44,11 @@ class Target:
         older driver (no rendered variables), what the config would launch, rendered again."""
         if self.record is not None and self.record.env:
             return self.record
-        from bundle.commands._common import prepare
-
-        from bundle.commands._common import rehearsal_env
+        from bundle.service.prepare import prepare
         from bundle.topology import rehearsal_mode
 
         rehearsal = rehearsal_mode(self.record.rehearsal if self.record else None)
-        extra = rehearsal_env(rehearsal)
-        rendered = prepare(argparse.Namespace(config=None), self.topology.name, dep=self.dep,
-                           rehearsal=rehearsal, extra_env=extra).rendered
+        rendered = prepare(self.topology.name, dep=self.dep, rehearsal=rehearsal).rendered
         rendered.write()
         return runstate.LaunchRecord.of(rendered, rehearsal=rehearsal, config=self.dep.source.name,
                                         run_dir=runstate.project_dir(self.project))
@@ -66,7 +62,7 @@ def candidates(args: argparse.Namespace) -> list[Target]:
     topologies, or (no config named) every launch recorded under runs/ plus the embedded defaults'."""
     names = [args.topology] if getattr(args, "topology", None) else list(registry.NAMES)
     named = getattr(args, "config", None) is not None or find_config(None) is not None
-    docker.require_engine()
+    engine.require_engine()
     dep = load(args)
     records = {} if named else {r.project: r for r in runstate.all_records() if r.topology in names}
     for name in names:

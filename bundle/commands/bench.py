@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     import time
     from dataclasses import asdict
 
+    from bundle.service import bench as bench_service
     from bundle.verify import bench
     from bundle.verify import report
     from bundle.stack import runstate
@@ -111,11 +112,8 @@ def run(args: argparse.Namespace) -> int:
             elif line.split(" (")[0] != printed["line"] and time.monotonic() - printed["at"] >= PROGRESS_EVERY_S:
                 console.print(line, markup=False)
                 printed.update(at=time.monotonic(), line=line.split(" (")[0])
-        stack = record.stack()
-        result, run_dir = bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal,
-                                    env=env, api_key_file=dep.api_key_file, redact=front.redact,
-                                    on_level=on_level, on_progress=on_progress,
-                                    stack_gone=lambda: _gone(stack, topology.front_service))
+        result, run_dir = bench_service.run_bench(dep, topology, record, plan, on_level=on_level,
+                                                  on_progress=on_progress)
     baseline = asdict(dep.bench.baseline) if dep.bench.baseline else None
     plot = report.plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
     if args.json:
@@ -166,6 +164,7 @@ def _soak(args, target) -> int:
     """`--soak DURATION`: one concurrency for a fixed time; exit 1 on any error."""
     from bundle.durations import parse_duration
     from bundle.errors import EXIT_FAILED, BundleError
+    from bundle.service import bench as bench_service
     from bundle.stack.frontdoor import front_door
     from bundle.verify import bench, report
 
@@ -180,12 +179,9 @@ def _soak(args, target) -> int:
     front = front_door(dep, topology)
     console = report.console(stderr=args.json)
     console.print(f"soak {topology.name}: C={concurrency[0]} for {duration:.0f} s against {plan.base_url}")
-    stack = record.stack()
-    result, run_dir = bench.run_soak(
-        stack, plan, duration_s=duration, project=record.project, rehearsal=record.rehearsal, env=record.env,
-        api_key_file=dep.api_key_file, redact=front.redact,
-        on_round=lambda n, left: console.print(f"round {n}: {left:.0f} s left"),
-        stack_gone=lambda: _gone(stack, topology.front_service))
+    result, run_dir = bench_service.run_soak(
+        dep, topology, record, plan, duration_s=duration,
+        on_round=lambda n, left: console.print(f"round {n}: {left:.0f} s left"))
     if args.json:
         import json
 
@@ -207,18 +203,3 @@ def runstate_path(project: str):
     from bundle.verify import report
 
     return runstate.project_dir(project) / report.BENCH_HISTORY
-
-
-def _gone(stack, front_service: str) -> str | None:
-    """Why the topology is no longer there to benchmark (`bundle down` mid-run), or None."""
-    from bundle.errors import BundleError
-
-    try:
-        states = {s.service: s.state for s in stack.states()}
-    except BundleError:
-        return "its containers can no longer be listed"
-    if front_service not in states:
-        return f"{front_service} was removed (`bundle down`?)"
-    if states[front_service] != "running":
-        return f"{front_service} is {states[front_service]}"
-    return None

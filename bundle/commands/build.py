@@ -70,12 +70,12 @@ def _print_plan(console: Console, plan: build.Plan, layers: list[build.LayerPlan
 
 def _states(layers: list[build.LayerPlan]) -> dict[str, str]:
     """'(built: will be reused)' / '(to build)' per layer, or nothing when no engine answers."""
-    from bundle.stack import docker
+    from bundle.stack import engine
     from bundle.errors import BundleError
 
     try:
-        docker.require_engine()
+        engine.require_engine()
     except BundleError:
         return {}
-    return {lp.name: "(built: will be reused)" if docker.image_facts(lp.tag) else "(to build)"
+    return {lp.name: "(built: will be reused)" if engine.image_facts(lp.tag) else "(to build)"
             for lp in layers}

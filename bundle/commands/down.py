@@ -25,10 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._target import candidates, one_running
-    from bundle.stack import docker
+    from bundle.stack import docker, engine
 
-    docker.require_engine()
-    docker.require_compose()
+    engine.require_engine()
+    engine.require_compose()
     if not any(t.up for t in candidates(args)):
         print("nothing to take down: no launched topology has containers")
         return 0

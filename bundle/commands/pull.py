@@ -19,13 +19,13 @@ def run(args: argparse.Namespace) -> int:
 
     from bundle.images.lock import load_lock
     from bundle.images.pull import not_published_error, pull_verified, target_from_lock
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     lock = load_lock(args.lock)
     target = target_from_lock(lock)
     if not target.digest:
         raise not_published_error(target, str(lock.path))
-    docker.require_engine()
+    engine.require_engine()
     console = Console(highlight=False, stderr=False)
     err = Console(highlight=False, stderr=True)
     report = pull_verified(target, lock, require_signature=args.require_signature,

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bundle.images import publish
     from bundle.images.lock import load_lock
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     lock = load_lock(args.lock)
     plan = publish.plan_push(lock, args.image)
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         values = plan.outputs()
     else:
-        docker.require_engine()
+        engine.require_engine()
         console.print(f"pushing {plan.source} as {plan.tag} to {plan.registry} ...", markup=False)
         published = publish.push(plan, sbom_out=Path(args.sbom_out) if args.sbom_out else None)
         values = published.outputs()

@@ -1,18 +1,24 @@
 """`bundle render tp4|pd|dp [-c FILE]`: write the env file and print compose's own resolved configuration;
-`bundle render --target k8s tp4|pd|dp [-c FILE] -o DIR`: write the same topology as Kubernetes manifests."""
+`bundle render --target NAME tp4|pd|dp [-c FILE] -o DIR`: write the same topology for another engine
+(the targets: bundle/render/targets.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import yaml
 
-from bundle.commands._common import BARE_REHEARSAL, add_config_argument, add_topology_argument, prepare
+from bundle.commands._common import BARE_REHEARSAL, add_config_argument, add_topology_argument, resolve_rehearsal
+from bundle.errors import EXIT_USAGE, BundleError, ConfigError
+from bundle.render import targets
+from bundle.service.prepare import prepare
 from bundle.topology import REHEARSAL_MODES
 
 HELP = ("write runs/<project>/bundle.env and print the configuration exactly as docker compose resolves it; "
-        "--target k8s writes Kubernetes manifests")
+        f"--target {'|'.join(n for n in targets.NAMES if n != targets.DEFAULT)} writes the topology for "
+        "another engine")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,11 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=[*REHEARSAL_MODES, BARE_REHEARSAL], metavar="engine|sim",
                         help="add a rehearsal overlay, no GPUs: engine (default) = SGLang on CPU, sim = simulators")
     parser.add_argument("--format", choices=("yaml", "json"), default="yaml")
-    parser.add_argument("--target", choices=("compose", "k8s"), default="compose",
-                        help="compose (default): the env file and compose's view; k8s: LeaderWorkerSet + smg "
-                             "manifests, checked against the Kubernetes and LeaderWorkerSet schemas")
+    parser.add_argument("--target", choices=targets.NAMES, default=targets.DEFAULT,
+                        help="; ".join(f"{t.name}{' (default)' if t.name == targets.DEFAULT else ''}: {t.help}"
+                                       for t in targets.TARGETS.values()))
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help="--target k8s: folder to write the manifests to (one file per object)")
+                        help="the folder to write to, for a target other than compose (a new render there "
+                             "replaces the files an earlier one wrote)")
     parser.add_argument("--kubectl-dry-run", action="store_true",
                         help="--target k8s: also run `kubectl apply --dry-run=client` on them (needs a "
                              "kubectl whose context reaches a cluster: client dry-run asks the API server "
@@ -34,22 +41,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.target == "k8s":
-        return _run_k8s(args)
+    target = targets.get(args.target)
+    if args.rehearsal and not target.rehearsal:
+        raise BundleError(f"--rehearsal is a compose overlay; the {target.name} render has none",
+                          exit_code=EXIT_USAGE, hint=f"leave out --rehearsal with --target {target.name}")
+    if target.writes_folder:
+        return _run_into_folder(args, target)
+    return _run_compose(args)
+
+
+def _run_compose(args: argparse.Namespace) -> int:
     import json
 
-    from bundle.stack import docker
+    from bundle.stack import docker, engine
 
-    from bundle.commands._common import rehearsal_env, resolve_rehearsal
-
-    # The tag and model folder only: render never builds (launch --rehearsal does).
-    extra = rehearsal_env(resolve_rehearsal(args))
-    prepared = prepare(args, args.topology, rehearsal=args.rehearsal, extra_env=extra)
+    # The rehearsal's image tag and model folder only: render never builds (launch --rehearsal does).
+    prepared = prepare(args.topology, config=args.config, rehearsal=resolve_rehearsal(args))
     for warning in prepared.findings.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     rendered = prepared.rendered
     rendered.write()
-    docker.require_compose()
+    engine.require_compose()
     resolved = docker.stack_of(rendered).config()
     if args.format == "json":
         print(json.dumps(resolved, indent=2))
@@ -60,43 +72,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_k8s(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from bundle.errors import EXIT_USAGE, BundleError, ConfigError
-    from bundle.render import k8s
-    from bundle.rules import k8s as k8s_rules
-    from bundle.rules import manifests
-
-    if args.rehearsal:
-        raise BundleError("--rehearsal is a compose overlay; the Kubernetes render has none",
-                          exit_code=EXIT_USAGE, hint="leave out --rehearsal with --target k8s")
+def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
     if not args.output:
-        raise BundleError("--target k8s needs -o DIR, the folder to write the manifests to",
-                          exit_code=EXIT_USAGE, hint=f"bundle render --target k8s {args.topology} -o k8s/{args.topology}")
-    prepared = prepare(args, args.topology)  # the compose render and its rules: the same command lines
+        raise BundleError(f"--target {target.name} needs -o DIR, the folder to write to", exit_code=EXIT_USAGE,
+                          hint=f"bundle render --target {target.name} {args.topology} "
+                               f"-o {target.name}/{args.topology}")
+    prepared = prepare(args.topology, config=args.config)  # the compose render and its rules: the same command lines
     dep = prepared.dep
-    k8s_rules.check(dep, prepared.topology).raise_if_errors(dep.source.name)
-    rendered = k8s.render(dep, prepared.rendered)
-    problems = manifests.problems(rendered.objects, rendered.file_names())
+    checker = target.checker()
+    if checker is not None:
+        checker.check(dep, prepared.topology).raise_if_errors(dep.source.name)
+    output = target.renderer().for_target(dep, prepared.rendered)
+    problems = checker.problems(output) if checker is not None else []
     if problems:
-        raise ConfigError([f"{line}; the manifest was made from {dep.source.name}: check the kubernetes: "
-                           f"value it came from, else report it as a bundle bug" for line in problems],
-                          source=dep.source.name)
-    for warning in (*prepared.findings.warnings, *rendered.warnings):
+        raise ConfigError([f"{line}; it was made from {dep.source.name}: check the value it came from, else "
+                           f"report it as a bundle bug" for line in problems], source=dep.source.name)
+    for warning in (*prepared.findings.warnings, *output.warnings):
         print(f"warning: {warning}", file=sys.stderr)
-    written = rendered.write(Path(args.output))
-    checked = (f"checked: built-in kinds by kubernetes-validate (Kubernetes {manifests.KUBERNETES_VERSION}, "
-               f"strict), LeaderWorkerSet by {manifests.LWS_SCHEMA_PATH.name}, the Prometheus Operator's "
-               f"PodMonitor/PrometheusRule by {', '.join(p.name for p in manifests.OPERATOR_SCHEMAS.values())}")
+    written = output.write(Path(args.output))
+    checked = f"checked: {checker.CHECKED}" if checker is not None else "not checked beyond the compose rules"
     if args.kubectl_dry_run:
+        from bundle.rules import manifests
+
         ok, text = manifests.kubectl_dry_run(Path(args.output))
         if ok is False:
             raise BundleError(f"kubectl apply --dry-run=client refused {args.output}:\n{text}")
         checked += f"; kubectl: {text}"
     for path in written:
         print(path)
-    print(f"# {len(written)} manifests for {args.topology} in namespace {rendered.namespace}; {checked}\n"
-          f"# apply: kubectl apply -f {args.output}   (needs the LeaderWorkerSet controller installed)",
-          file=sys.stderr)
+    print(f"# {len(written)} {output.summary()}; {checked}\n# {output.how_to_run(args.output)}", file=sys.stderr)
     return 0

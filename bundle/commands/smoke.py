@@ -22,44 +22,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._target import one_running
-    from bundle.durations import parse_duration
     from bundle.errors import EXIT_FAILED, BundleError
+    from bundle.service.smoke import run_smoke
     from bundle.stack import runstate
     from bundle.stack.frontdoor import front_door
-    from bundle.stack.workers import ComposeWorkers
     from bundle.verify import report
     from bundle import topology as registry
-    from bundle.verify.smoke import compare_answers, last_comparable_report, smoke
+    from bundle.verify.smoke import compare_answers, last_comparable_report
 
     target = one_running(args, verb="smoke-test")
     dep, topology = target.dep, target.topology
-    front = front_door(dep, topology)
-    workers = None
-    if topology.has_router:  # the servers behind the router, read from inside their containers
-        names = {role.name: role.name for role in dep.roles(topology)}
-        workers = ComposeWorkers(target.stack(), names, port=dep.network.worker_port)
     console = report.console(stderr=args.json)
-    with console.status(f"smoke-testing {topology.name} at {front.url} ..."):
-        result = smoke(front, topology=topology.name, checks=dep.smoke.checks, max_tokens=dep.smoke.max_tokens,
-                       request_timeout=parse_duration(dep.smoke.request_timeout, what="smoke.request_timeout"),
-                       workers=workers)
-    launch_env = target.launch.env
-    identity = {"project": target.project, "rehearsal": target.launch.rehearsal, "model": front.model,
-                "lock_hash": launch_env.get("BUNDLE_LOCK_HASH"), "image": launch_env.get("BUNDLE_IMAGE"),
-                "max_tokens": dep.smoke.max_tokens}
+    with console.status(f"smoke-testing {topology.name} at {front_door(dep, topology).url} ..."):
+        smoked = run_smoke(dep, topology, target.launch)
+    result, front = smoked.result, smoked.front
     # Greedy answers must not depend on the topology: hold them against the last report of another.
-    others = [runstate.project_dir(dep.project_name(name)) for name in registry.NAMES if name != topology.name]
-    earlier, earlier_path = last_comparable_report(others, identity)
+    others = [runstate.project_dir(dep.project_name(t.name)) for t in registry.TOPOLOGIES.values() if t != topology]
+    earlier, earlier_path = last_comparable_report(others, smoked.identity)
     compare_answers(result, earlier, where=earlier_path or "")
-    data = result.to_dict() | identity
-    path = report.write_json(runstate.new_run_dir(target.project, "smoke") / "smoke.json", data)
+    data = result.to_dict() | smoked.identity
+    path = smoked.write(target.project)
     if args.json:
         print(front.redact(json.dumps(data, indent=2)))
     else:
         console.print(report.smoke_table(data))
         console.print(f"report: {path}")
     if not result.ok:
-        reasons = "; ".join(f"{s.name}: {s.detail}" for s in result.failures)
+        reasons = smoked.reasons
         raise BundleError(f"smoke test of {topology.name} failed: {reasons}",
                           hint=f"report: {path}; `bundle logs {topology.name}` for the servers' side",
                           exit_code=EXIT_FAILED)

@@ -31,10 +31,8 @@ def front_door_serves(front) -> dict:
     door["detail"] = detail
     if not ok:
         return door
-    body = {"model": front.model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1,
-            "temperature": 0}
     try:
-        reply = requests.post(front.url + "/v1/chat/completions", json=body, headers=front.headers,
+        reply = requests.post(front.chat_url, json=front.chat_body("ping", max_tokens=1), headers=front.headers,
                               timeout=FRONT_PROBE_SECONDS)
         door["serving"] = reply.status_code == 200
         door["detail"] += f"; a one-token generation: HTTP {reply.status_code}"
@@ -72,7 +70,7 @@ def collect(target) -> dict:
     for s in states:
         problem = _server_problem(s, workers, s.service) if s.service in servers else (
             "paused" if s.state == "paused" else None)
-        from bundle.stack.docker import container_processes
+        from bundle.stack.engine import container_processes
 
         # What really runs inside (SGLang names its processes: sglang::scheduler, ...; the simulator
         # is one python): names only, never arguments.

@@ -49,14 +49,12 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from bundle.commands._common import prepare
-    from bundle.commands.launch import launch
     from bundle.config.loader import find_config, load_config
     from bundle.config.source import read_yaml
     from bundle.durations import parse_duration
     from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, BundleError
     from bundle.images.lock import load_lock
-    from bundle.stack import docker, runstate
+    from bundle.stack import docker, engine, runstate
     from bundle.tune import plan as planner
     from bundle.tune import report as tune_report
     from bundle.tune import results, runner
@@ -70,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
                           "candidates); the CPU engine's speed says nothing about a GPU host", exit_code=2,
                           hint="use --rehearsal (or --rehearsal sim)")
     knobs = sim_knobs(args)
-    args.sim_knobs = knobs
     # 1. Everything that can be refused before anything starts: the config, the space, every candidate.
     config_path = find_config(args.config)
     load_config(config_path)  # the user's file on its own: its own errors, with its own lines
@@ -81,18 +78,11 @@ def run(args: argparse.Namespace) -> int:
     budget_s = parse_duration(budget_text, what="--budget") if budget_text else None
     if args.launch_timeout:
         parse_duration(args.launch_timeout, what="--launch-timeout")
-    extra = {}
-    if args.rehearsal:
-        from bundle.images import rehearsal as rehearsal_image
-        from bundle.render import rehearsal
-
-        extra = rehearsal.env_values(rehearsal_image.image_tag(), knobs=knobs)
     from bundle.config.source import DEFAULTS_NAME, Source
 
     lock = load_lock()
-    plan = planner.make_plan(args, space, user or Source(DEFAULTS_NAME, {}), topology=args.topology,
-                             rehearsal=args.rehearsal, sim=knobs, extra_env=extra, budget_s=budget_s,
-                             lock_hash=lock.hash, prepare=prepare)
+    plan = planner.make_plan(space, user or Source(DEFAULTS_NAME, {}), topology=args.topology,
+                             rehearsal=args.rehearsal, sim=knobs, budget_s=budget_s, lock_hash=lock.hash)
     if objective.metric == "tpot" and 1 not in plan.base["bench"]["concurrency"]:
         raise BundleError(f"--objective tpot ranks by the C=1 level, but the bench method's concurrency is "
                           f"{plan.base['bench']['concurrency']}", exit_code=EXIT_USAGE,
@@ -102,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not plan.to_run and not any(p.previous for p in plan.items):
         raise BundleError("no candidate can run: every one was skipped (reasons above)", exit_code=EXIT_FAILED)
-    docker.require_engine()
-    docker.require_compose()
+    engine.require_engine()
+    engine.require_compose()
     if docker.project_containers(plan.project):
         raise BundleError(f"{plan.project} is up: bundle tune launches each candidate itself",
                           hint=f"`bundle down {args.topology}` first (the JIT cache volume is kept)",
@@ -117,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
     sweep_dir = runstate.new_run_dir(plan.project, "tune")
     interrupted = None
     try:
-        runner.run_sweep(plan, args, console, started=started, launch=launch)
+        sweep = runner.Sweep(config=args.config, rehearsal=args.rehearsal, sim=knobs,
+                             launch_timeout=args.launch_timeout)
+        runner.run_sweep(plan, sweep, console, started=started)
     except KeyboardInterrupt as exc:
         interrupted = exc
     # 3. Every candidate, ranked (this run's, the resumed ones, the skipped ones).

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from bundle import topology as registry
-from bundle.commands._common import add_config_argument, add_topology_argument, load, prepare
+from bundle.commands._common import add_config_argument, add_topology_argument, load
+from bundle.service.prepare import prepare
 
 HELP = "check bundle.yaml (or the embedded defaults) for a topology; starts nothing"
 
@@ -20,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     # Plain print, not rich: validate must answer fast and prints a line or two.
     dep = load(args)
     for topology in [args.topology] if args.topology else list(registry.NAMES):
-        prepared = prepare(args, topology, dep=dep)
+        prepared = prepare(topology, dep=dep)
         for warning in prepared.findings.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         print(f"ok {topology}: {dep.source.name} is valid (project {dep.project_name(topology)})")

@@ -66,7 +66,8 @@ class Levers:
 
 @dataclass(frozen=True)
 class ServerSection:
-    """A server section of bundle.yaml (tp4, pd.prefill, pd.decode; dp holds the replicas')."""
+    """One server's settings in bundle.yaml: a lone server's section, or prefill's/decode's within a
+    disaggregated one (a replicated section holds its copies' own, DpSection)."""
 
     key_path: tuple[str, ...]
     gpus: tuple[int, ...]
@@ -104,6 +105,9 @@ class RouterSection:
 
 @dataclass(frozen=True)
 class PdSection:
+    """The section of a disaggregated topology: its two servers, its router and the KV transfer."""
+
+    key_path: tuple[str, ...]
     transfer_backend: str
     bootstrap_port: int
     share_gpus: bool
@@ -115,6 +119,9 @@ class PdSection:
 
 @dataclass(frozen=True)
 class DpSection:
+    """The section of a replicated topology: copies of one server (its settings once) and the router."""
+
+    key_path: tuple[str, ...]
     replicas: int
     tp_size: int
     gpus: tuple[int, ...]
@@ -125,6 +132,10 @@ class DpSection:
     def replica_gpus(self, replica: int) -> tuple[int, ...]:
         """Replica i's group: the i-th run of tp_size GPUs (what is left, if the list is short)."""
         return self.gpus[replica * self.tp_size:(replica + 1) * self.tp_size]
+
+
+# A topology's section of bundle.yaml; which shape follows from the topology's capabilities (_section).
+Section = ServerSection | PdSection | DpSection
 
 
 @dataclass(frozen=True)
@@ -189,7 +200,7 @@ class Bench:
 
 @dataclass(frozen=True)
 class K8sRole:
-    """Copies and nodes of one server role on Kubernetes (kubernetes.tp4, .pd.prefill, .pd.decode, .dp)."""
+    """Copies and nodes of one server role on Kubernetes: kubernetes.<the server's config_key>."""
 
     key_path: tuple[str, ...]  # where it lives in bundle.yaml, for messages
     replicas: int  # LeaderWorkerSet replicas
@@ -271,9 +282,9 @@ class Deployment:
     network: Network
     api_key_file: str | None  # resolved to an absolute path
     levers: Levers
-    tp4: ServerSection
-    pd: PdSection
-    dp: DpSection
+    # The topologies' sections, by name (each registry entry's config_section); read them through
+    # section(topology), never by a topology's name.
+    sections: Mapping[str, Section]
     health: Health
     lifecycle: Lifecycle
     smoke: Smoke
@@ -292,8 +303,14 @@ class Deployment:
     def project_name(self, topology: str) -> str:
         return f"{self.project}-{topology}"
 
+    def section(self, topology: Topology | str) -> Section:
+        """The topology's section of bundle.yaml (a PdSection for a disaggregated one, a DpSection for a
+        replicated one, else its server's ServerSection)."""
+        return self.sections[_entry(topology).config_section]
+
     def replicas(self, topology: Topology | str) -> int:
-        return self.dp.replicas if _entry(topology).max_replicas > 1 else 1
+        topology = _entry(topology)
+        return self.section(topology).replicas if topology.replicated else 1
 
     def roles(self, topology: Topology | str) -> list[Role]:
         """Every SGLang server `up` starts for `topology` (an entry or its name), in the registry's order."""
@@ -302,10 +319,10 @@ class Deployment:
         for service in topology.active_services(self.replicas(topology)):
             if not service.is_server:
                 continue
-            if service.config_key == ("dp",):
-                dp = self.dp
-                out.append(Role(service, ("dp",), dp.replica_gpus(service.replica), dp.tp_size,
-                                dp.extra_args, dp.env))
+            if topology.replicated:
+                copies = self.section(topology)
+                out.append(Role(service, copies.key_path, copies.replica_gpus(service.replica), copies.tp_size,
+                                copies.extra_args, copies.env))
             else:
                 section = self._server_section(service.config_key)
                 out.append(Role(service, section.key_path, section.gpus, section.tp_size,
@@ -316,11 +333,11 @@ class Deployment:
         topology = _entry(topology)
         if not topology.has_router:
             return None
-        return getattr(self, topology.config_section).router
+        return self.section(topology).router
 
     def _server_section(self, key: tuple[str, ...]) -> ServerSection:
-        node = self
-        for part in key:
+        node = self.sections[key[0]]
+        for part in key[1:]:
             node = getattr(node, part)
         return node
 
@@ -331,7 +348,7 @@ def _entry(topology: Topology | str) -> Topology:
 
 def build(source: Source, merged: dict) -> Deployment:
     """The typed Deployment of a merged, schema-valid mapping (the loader's last step)."""
-    pd, dp, bench = merged["pd"], merged["dp"], merged["bench"]
+    bench = merged["bench"]
     base = merged.get("bench", {}).get("baseline")
     return Deployment(
         source=source,
@@ -341,15 +358,8 @@ def build(source: Source, merged: dict) -> Deployment:
         network=Network(**merged["network"]),
         api_key_file=_resolved_key_file(source, merged.get("api_key_file")),
         levers=Levers(**{**merged["levers"], "dspark": DSpark(**merged["levers"]["dspark"])}),
-        tp4=ServerSection.of(("tp4",), merged["tp4"]),
-        pd=PdSection(transfer_backend=pd["transfer_backend"], bootstrap_port=pd["bootstrap_port"],
-                     share_gpus=pd["share_gpus"], kv_transfer_timeout_secs=pd["kv_transfer_timeout_secs"],
-                     prefill=ServerSection.of(("pd", "prefill"), pd["prefill"]),
-                     decode=ServerSection.of(("pd", "decode"), pd["decode"]),
-                     router=RouterSection.of(("pd", "router"), pd["router"])),
-        dp=DpSection(replicas=dp["replicas"], tp_size=dp["tp_size"], gpus=tuple(dp["gpus"]),
-                     extra_args=_strings(dp["extra_args"]), env=_frozen_env(dp["env"]),
-                     router=RouterSection.of(("dp", "router"), dp["router"])),
+        sections=MappingProxyType({t.config_section: _section(t, merged[t.config_section])
+                                   for t in registry.TOPOLOGIES.values()}),
         health=Health(**merged["health"]),
         lifecycle=Lifecycle(**merged["lifecycle"]),
         smoke=Smoke(max_tokens=merged["smoke"]["max_tokens"], request_timeout=merged["smoke"]["request_timeout"],
@@ -366,18 +376,39 @@ def build(source: Source, merged: dict) -> Deployment:
     )
 
 
+def _section(topology: Topology, data: dict) -> Section:
+    """A topology's section, shaped by what the topology is (topologies sharing a section share its shape)."""
+    key = (topology.config_section,)
+    if topology.disaggregated:
+        return PdSection(key, transfer_backend=data["transfer_backend"], bootstrap_port=data["bootstrap_port"],
+                         share_gpus=data["share_gpus"], kv_transfer_timeout_secs=data["kv_transfer_timeout_secs"],
+                         prefill=ServerSection.of(key + ("prefill",), data["prefill"]),
+                         decode=ServerSection.of(key + ("decode",), data["decode"]),
+                         router=RouterSection.of(key + ("router",), data["router"]))
+    if topology.replicated:
+        return DpSection(key, replicas=data["replicas"], tp_size=data["tp_size"], gpus=tuple(data["gpus"]),
+                         extra_args=_strings(data["extra_args"]), env=_frozen_env(data["env"]),
+                         router=RouterSection.of(key + ("router",), data["router"]))
+    return ServerSection.of(key, data)
+
+
 def _kubernetes(merged: dict) -> Kubernetes:
     k8s = merged["kubernetes"]
     storage, cache, rdma = k8s["model_storage"], k8s["jit_cache"], k8s["rdma"]
     secret = k8s["api_key_secret"]
     if secret is None and merged.get("api_key_file"):
         secret = f"{merged['project']}-api-key"
-    roles = {("tp4",): K8sRole(("kubernetes", "tp4"), 1, k8s["tp4"]["nodes"])}
-    for name in ("prefill", "decode"):
-        section = k8s["pd"][name]
-        roles[("pd", name)] = K8sRole(("kubernetes", "pd", name), section["replicas"] or 1, section["nodes"])
-    roles[("dp",)] = K8sRole(("kubernetes", "dp"), k8s["dp"]["replicas"] or merged["dp"]["replicas"],
-                             k8s["dp"]["nodes"])
+    roles = {}
+    for topology in registry.TOPOLOGIES.values():
+        for service in topology.servers:
+            # kubernetes.<config_key>: the pods of that server (a replicated topology's copies default
+            # to its own replica count; a lone server has one copy).
+            node = k8s
+            for part in service.config_key:
+                node = node[part]
+            default = merged[topology.config_section]["replicas"] if topology.replicated else 1
+            roles[service.config_key] = K8sRole(("kubernetes", *service.config_key),
+                                                node.get("replicas") or default, node["nodes"])
     return Kubernetes(
         namespace=k8s["namespace"], image_pull_policy=k8s["image_pull_policy"],
         image_pull_secret=k8s["image_pull_secret"], gpu_resource=k8s["gpu_resource"],

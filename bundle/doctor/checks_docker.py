@@ -30,13 +30,13 @@ def _text(version: tuple[int, ...]) -> str:
 
 
 def docker_versions(ctx: HostContext) -> CheckResult:
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     try:
         engine = ctx.engine
     except BundleError as exc:
         return fail(exc.message, exc.hint or "install and start Docker Engine")
-    compose = docker.engine_versions()["compose"]
+    compose = engine.engine_versions()["compose"]
     details = {"engine": engine.server_version, "compose": compose or None}
     engine_v = version_tuple(engine.server_version)
     compose_v = version_tuple(compose)

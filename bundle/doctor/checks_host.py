@@ -65,13 +65,13 @@ def _existing_ancestor(path: Path) -> Path:
 
 
 def disk_space(ctx: HostContext) -> CheckResult:
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     root = "/var/lib/docker"
     image_present = False
     try:
         root = ctx.engine.root_dir or root
-        image_present = bool(ctx.image) and docker.image_facts(ctx.image) is not None
+        image_present = bool(ctx.image) and engine.image_facts(ctx.image) is not None
     except BundleError:
         pass  # no engine: the docker check says so; estimate for the default root
     needs: list[tuple[str, Path, int]] = [

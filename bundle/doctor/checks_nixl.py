@@ -16,11 +16,11 @@ from bundle.errors import BundleError
 def _image_here(ctx: HostContext) -> str | None:
     if not ctx.image:
         return None
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     try:
         _ = ctx.engine  # raises BundleError without an engine
-        return ctx.image if docker.image_facts(ctx.image) is not None else None
+        return ctx.image if engine.image_facts(ctx.image) is not None else None
     except BundleError:
         return None
 

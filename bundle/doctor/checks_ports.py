@@ -36,9 +36,9 @@ def ports(ctx: HostContext) -> CheckResult:
 def _describe(listener: port_owners.Listener) -> str:
     text = listener.describe()
     if listener.process == "docker-proxy":
-        from bundle.stack import docker
+        from bundle.stack import engine
 
-        names = docker.containers_publishing(listener.port)
+        names = engine.containers_publishing(listener.port)
         if names:
             text += f" for container {', '.join(names)}"
     return text

@@ -17,11 +17,11 @@ from bundle.errors import BundleError
 def _image_here(image: str | None) -> bool:
     if not image:
         return False
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     try:
-        docker.require_engine()
-        return docker.image_facts(image) is not None
+        engine.require_engine()
+        return engine.image_facts(image) is not None
     except BundleError:
         return False
 

@@ -42,9 +42,9 @@ class HostContext:
     @cached_property
     def engine(self):
         """bundle.docker.EngineInfo; raises BundleError when no engine answers."""
-        from bundle.stack import docker
+        from bundle.stack import engine
 
-        return docker.engine_info()
+        return engine.engine_info()
 
     def gpu_error(self) -> nvidia_smi.NvidiaSmiUnavailable | None:
         """Why GPU facts are unavailable, or None when nvidia-smi answered."""

@@ -1,14 +1,16 @@
-"""What a doctor check returns, and the runner that keeps one broken check from stopping the rest."""
+"""What a doctor check returns, and how a broken one shows (the runner is the one check core,
+bundle/checks.py, which the image audit shares)."""
 
 from __future__ import annotations
 
 import enum
-import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bundle.checks import Check, run_guarded
 from bundle.errors import EXIT_FAILED, EXIT_OK
+
+__all__ = ["Check", "CheckResult", "Report", "Status", "fail", "ok", "run_check", "skip", "warn"]
 
 
 class Status(str, enum.Enum):
@@ -49,26 +51,23 @@ def skip(summary: str, remediation: str | None = None, **details) -> CheckResult
     return CheckResult("", Status.SKIP, summary, remediation, details)
 
 
-@dataclass(frozen=True)
-class Check:
-    name: str  # short, stable: used by --only/--skip and in the JSON report
-    title: str  # what the table shows
-    run: Callable  # (HostContext) -> CheckResult
-
-
 def run_check(check: Check, ctx) -> CheckResult:
-    """Run one check; an exception inside it is that check's FAIL, with the error as its summary."""
-    started = time.monotonic()
-    try:
+    """Run one check (its run: HostContext -> CheckResult); an exception inside it is that check's
+    FAIL, with the error as its summary."""
+    def run() -> CheckResult:
         result = check.run(ctx)
         if not isinstance(result, CheckResult):
             raise TypeError(f"check {check.name} returned {type(result).__name__}, not CheckResult")
-    except Exception as exc:  # noqa: BLE001 - the point: a broken check must not stop the doctor
-        result = fail(f"the check itself failed: {type(exc).__name__}: {exc}",
-                      "run `bundle doctor --debug` for the traceback and report it",
-                      traceback=traceback.format_exc(limit=6))
+        return result
+
+    def broken(exc: Exception) -> CheckResult:
+        return fail(f"the check itself failed: {type(exc).__name__}: {exc}",
+                    "run `bundle doctor --debug` for the traceback and report it",
+                    traceback=traceback.format_exc(limit=6))
+
+    result, seconds = run_guarded(run, broken)
     result.name = check.name
-    result.seconds = time.monotonic() - started
+    result.seconds = seconds
     return result
 
 

@@ -122,9 +122,9 @@ def run_on_host(gpus, p2p: str, *, python: str = sys.executable) -> NcclRun:  # 
 
 
 def run_in_image(image: str, gpus, p2p: str) -> NcclRun:  # pragma: no cover - gpu
-    from bundle.stack import docker  # the one module that talks to Docker
+    from bundle.stack import engine  # the Docker boundary (engine side)
 
-    output = docker.run_probe_container(
+    output = engine.run_probe_container(
         image, ["python3", PROBE_IN_CONTAINER, *_probe_args(gpus, p2p)], probe_file=PROBE_PATH,
         probe_target=PROBE_IN_CONTAINER, env={}, gpus=True, timeout=HANG_BOUND_S + 60)
     return interpret(output, gpus=gpus, p2p=p2p, where=f"image {image}")

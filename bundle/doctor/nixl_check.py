@@ -195,9 +195,9 @@ def run_on_host(*, mem: str = "DRAM", size: int = 4096, gpus: tuple[int, int] | 
 def run_in_image(image: str, *, mem: str = "VRAM", size: int = 4096,
                  gpus: tuple[int, int] | None = (0, 4), timeout: float = 300) -> NixlCheckResult:
     """Run the probe inside `image` with the settings the compose files give the workers."""
-    from bundle.stack import docker  # the one module that talks to Docker
+    from bundle.stack import engine  # the Docker boundary (engine side)
 
-    output = docker.run_probe_container(
+    output = engine.run_probe_container(
         image,
         ["python3", PROBE_IN_CONTAINER, *_probe_args(mem, size, gpus)],
         probe_file=PROBE_PATH, probe_target=PROBE_IN_CONTAINER, env=_probe_env(),

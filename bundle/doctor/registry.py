@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bundle.doctor import checks_docker, checks_gpu, checks_host, checks_model, checks_nccl, checks_nixl, checks_ports
 from bundle.doctor import checks_signature
+from bundle.checks import selected
 from bundle.doctor.core import Check, Report, Status, run_check
 
 CHECKS: tuple[Check, ...] = (
@@ -29,9 +30,7 @@ def run_checks(ctx, only: list[str] | None = None, skip: list[str] | None = None
     """`required`: checks that must run here; their SKIP (no GPU, no driver) is a FAIL with the same
     finding and fix (`make launch` on a host without NVIDIA GPUs stops there, before any build)."""
     results = []
-    for check in CHECKS:
-        if (only and check.name not in only) or (skip and check.name in skip):
-            continue
+    for check in selected(CHECKS, only, skip):
         result = run_check(check, ctx)
         if required and check.name in required and result.status is Status.SKIP:
             result.status = Status.FAIL

@@ -273,18 +273,18 @@ def ensure_standin_base(ref: str, lock: Lock, report: Callable[[str], None] = pr
     """Make the stand-in base `ref` when the engine does not have it: the lock's pinned python image
     tagged as `ref` where a registry is reachable, else docker/standin-root.sh (debootstrap + a
     local CPython 3.12, minutes on a fresh host); a BundleError naming the fixes when neither can be had."""
-    from bundle.stack import docker
+    from bundle.stack import engine
 
-    if docker.image_facts(ref) is not None:
+    if engine.image_facts(ref) is not None:
         return
     python_image = lock.table("standin")["python_image"]
 
     def pulled() -> bool:
-        if docker.image_facts(python_image) is not None:
+        if engine.image_facts(python_image) is not None:
             return True
         report(f"stand-in base: pulling {python_image} ...")
         try:
-            docker.pull_image(python_image)
+            engine.pull_image(python_image)
         except BundleError as exc:
             report(f"stand-in base: no registry gave it ({exc.message.splitlines()[-1][:120]})")
             return False
@@ -292,7 +292,7 @@ def ensure_standin_base(ref: str, lock: Lock, report: Callable[[str], None] = pr
 
     source = choose_standin_source(python_image, pulled=pulled, local_python=standin_python_prefix())
     if source == "python-image":
-        docker.tag_image(python_image, ref)
+        engine.tag_image(python_image, ref)
         report(f"stand-in base {ref}: {python_image}")
         return
     script = paths.project_root() / STANDIN_SCRIPT
@@ -345,12 +345,12 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
     or no cache was asked. Checks the engine, buildx and every input before the first build."""
     import time
 
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     root = paths.project_root()
     check_inputs(root, plan)
-    docker.require_engine()
-    use_buildx = docker.buildx_available()
+    engine.require_engine()
+    use_buildx = engine.buildx_available()
     if not use_buildx:
         report("buildx is not installed: building with the legacy builder (no BuildKit; slower, "
                "no `docker buildx bake`). Install it with docker/install-buildx.sh.")
@@ -359,7 +359,7 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
     first = plan.layers.index(layers[0])
     if first > 0:
         parent = plan.layers[first - 1]
-        if docker.image_facts(parent.tag) is None:
+        if engine.image_facts(parent.tag) is None:
             raise BundleError(f"layer {layers[0].name} builds on {parent.name} ({parent.tag}), which "
                               f"is not built", exit_code=EXIT_CONFIG,
                               hint=f"build it first: bundle build --layer {parent.name} {layers[0].name}, "
@@ -368,10 +368,10 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
     total = len(layers)
     for i, lp in enumerate(layers, 1):
         started = time.monotonic()
-        facts = docker.image_facts(lp.tag)
+        facts = engine.image_facts(lp.tag)
         if facts is not None and use_cache and not force:
             for extra in lp.extra_tags:
-                docker.tag_image(lp.tag, extra)
+                engine.tag_image(lp.tag, extra)
             report(f"[{i}/{total}] {lp.name:<9} reused  {lp.tag}")
             results.append(LayerResult(lp.name, lp.tag, "reused", 0.0, facts.id))
             continue
@@ -382,7 +382,7 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
         build_args, labels = lp.build_args, lp.labels
         if lp.name == "runtime" and with_sbom:
             build_args, labels = _with_sbom(plan, lp, context, report)
-        image_id = docker.build_image(context=context, dockerfile=context / lp.spec.dockerfile,
+        image_id = engine.build_image(context=context, dockerfile=context / lp.spec.dockerfile,
                                       tags=lp.tags, build_args=build_args, labels=labels,
                                       use_cache=use_cache, use_buildx=use_buildx, on_line=on_line,
                                       progress=progress)

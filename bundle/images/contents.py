@@ -35,9 +35,9 @@ def facts_from_output(output: str) -> dict | None:
 def read_image(image: str) -> dict:
     """The probe's facts of `image`, from a container of it with no network; a BundleError when the
     image cannot tell (no python on PATH)."""
-    from bundle.stack import docker
+    from bundle.stack import engine
 
-    run = docker.run_audit_container(image, probe_command(), volumes=[], env={"PYTHONDONTWRITEBYTECODE": "1"},
+    run = engine.run_audit_container(image, probe_command(), volumes=[], env={"PYTHONDONTWRITEBYTECODE": "1"},
                                      timeout=PROBE_TIMEOUT)
     facts = facts_from_output(run.output)
     if facts is None:

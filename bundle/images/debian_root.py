@@ -8,14 +8,14 @@ import subprocess
 
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.paths import docker_dir
-from bundle.stack import docker
+from bundle.stack import engine
 
 DEBIAN_ROOT = "sglang-bundle/debian-root:bookworm"
 
 
 def ensure_debian_root() -> str:
     """The Debian root's tag, made first (debootstrap, about a minute) when this engine lacks it."""
-    if docker.image_exists(DEBIAN_ROOT):
+    if engine.image_exists(DEBIAN_ROOT):
         return DEBIAN_ROOT
     script = docker_dir() / "debian-root.sh"
     print(f"making the base image {DEBIAN_ROOT} with {script.name} (debootstrap, about a minute) ...", flush=True)

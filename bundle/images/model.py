@@ -162,11 +162,11 @@ print("BUNDLE-FETCHED " + path)
 def _run(image: str, script: str, args: list[str], folder: Path | None, timeout: float) -> str:
     import os
 
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     env = {k: v for k, v in os.environ.items() if k in ("HF_TOKEN", "HF_ENDPOINT", "HTTPS_PROXY", "HTTP_PROXY",
                                                           "NO_PROXY")}
-    return docker.run_networked_tool(image, ["python", "-c", script, *args], env=env,
+    return engine.run_networked_tool(image, ["python", "-c", script, *args], env=env,
                                      volumes=[(folder, "/model", "rw")] if folder else [], timeout=timeout)
 
 

@@ -14,7 +14,7 @@ from bundle.errors import BundleError
 from bundle.images.lock import load_lock
 from bundle.images.debian_root import DEBIAN_ROOT, ensure_debian_root
 from bundle.paths import docker_dir
-from bundle.stack import docker
+from bundle.stack import engine
 
 IMAGE_REPOSITORY = "sglang-bundle/prometheus"
 
@@ -37,11 +37,11 @@ def image_tag() -> str:
 def ensure_image() -> str:
     """Build the image unless one with the current inputs' tag exists; return its tag."""
     tag = image_tag()
-    if docker.image_exists(tag):
+    if engine.image_exists(tag):
         return tag
     ensure_debian_root()
     print(f"monitoring: building {tag} (Debian's prometheus {package_version()}) ...", flush=True)
-    docker.build_image_engine_buildkit(context=docker_dir(), dockerfile=_dockerfile(), tags=[tag],
+    engine.build_image_engine_buildkit(context=docker_dir(), dockerfile=_dockerfile(), tags=[tag],
                                        build_args={"BASE_IMAGE": DEBIAN_ROOT,
                                                    "PROMETHEUS_VERSION": package_version()},
                                        labels={"io.sglang-bundle.prometheus-inputs": tag.split(":")[1]})

@@ -50,9 +50,9 @@ def plan_push(lock: Lock, source: str | None = None) -> PushPlan:
 
 def check_pushable(plan: PushPlan) -> bytes:
     """The image's SBOM bytes, once the image is proven this lock's with its SBOM; else a BundleError."""
-    from bundle.stack import docker
+    from bundle.stack import engine
 
-    facts = docker.image_facts(plan.source)
+    facts = engine.image_facts(plan.source)
     if facts is None:
         raise BundleError(f"image {plan.source} is not here, so there is nothing to push", exit_code=EXIT_ENVIRONMENT,
                           hint="build it first: `bundle build` (or name another with --image REF)")
@@ -61,7 +61,7 @@ def check_pushable(plan: PushPlan) -> bytes:
         raise BundleError(f"{plan.source} was built from lock {label or 'unknown'}, docker/lock.toml is "
                           f"{plan.lock_hash}: refusing to publish it as this lock's image", exit_code=EXIT_FAILED,
                           hint="rebuild from this lock: `bundle build`")
-    sbom = docker.file_from_image(plan.source, SBOM_PATH)
+    sbom = engine.file_from_image(plan.source, SBOM_PATH)
     sbom_label = facts.labels.get(SBOM_LABEL)
     if sbom is None or not sbom_label:
         raise BundleError(f"{plan.source} has no SBOM ({SBOM_PATH} and its {SBOM_LABEL} label): a release "
@@ -74,13 +74,13 @@ def check_pushable(plan: PushPlan) -> bytes:
 
 
 def push(plan: PushPlan, *, sbom_out: Path | None = None) -> Published:
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     sbom = check_pushable(plan)
     if plan.source != plan.tag:
-        docker.tag_image(plan.source, plan.tag)
-    docker.push_image(plan.tag)
-    facts = docker.image_facts(plan.tag)
+        engine.tag_image(plan.source, plan.tag)
+    engine.push_image(plan.tag)
+    facts = engine.image_facts(plan.tag)
     digests = [d.split("@", 1)[1] for d in (facts.repo_digests if facts else ()) if d.startswith(plan.repo + "@")]
     if not digests:
         raise BundleError(f"docker push {plan.tag} succeeded but the engine records no digest for {plan.repo}",

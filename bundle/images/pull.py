@@ -25,7 +25,7 @@ from bundle.errors import EXIT_CONFIG, EXIT_FAILED, BundleError
 from bundle.images import contents, sbom, signature
 from bundle.images.audit.core import Level
 from bundle.images.lock import LOCK_HASH_LABEL, Lock
-from bundle.stack import docker
+from bundle.stack import engine
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class Verified:
 
 @dataclass
 class PullReport:
-    facts: docker.ImageFacts
+    facts: engine.ImageFacts
     checks: list[Verified] = field(default_factory=list)
 
     @property
@@ -63,7 +63,7 @@ class PullReport:
         return [c for c in self.checks if c.status == signature.NOT_CHECKED]
 
 
-def verification_problems(facts: docker.ImageFacts, target: PullTarget) -> list[str]:
+def verification_problems(facts: engine.ImageFacts, target: PullTarget) -> list[str]:
     """Why the local image is not the published image of this lock by its digest and label."""
     problems = []
     if target.ref not in facts.repo_digests:
@@ -94,8 +94,8 @@ def pull_verified(target: PullTarget, lock: Lock, *, root: Path | None = None, r
     root = root or paths.project_root()
     say = on_progress or (lambda _msg: None)
     say(f"[1/5] pulling {target.ref} ...")
-    docker.pull_image(target.ref)
-    facts = docker.image_facts(target.ref)
+    engine.pull_image(target.ref)
+    facts = engine.image_facts(target.ref)
     if facts is None:
         raise BundleError(f"docker pull {target.ref} reported success but the image is not there",
                           exit_code=EXIT_FAILED, hint="run `docker pull` by hand and check its output")
@@ -111,7 +111,7 @@ def pull_verified(target: PullTarget, lock: Lock, *, root: Path | None = None, r
         say("[4/5] installed set against the lock (a container of the image, no network) ...")
         problems += _contents(target, lock, root, report)
     if problems:
-        docker.remove_image_ref(target.ref)
+        engine.remove_image_ref(target.ref)
         lines = "\n".join(f"  - {p}" for p in problems)
         raise BundleError(f"refused {target.ref}: it is not the published image of lock "
                           f"{target.lock_hash}; the pulled reference was removed\n{lines}",
@@ -119,7 +119,7 @@ def pull_verified(target: PullTarget, lock: Lock, *, root: Path | None = None, r
                           hint="check image.repo and image.published_digest in docker/lock.toml "
                                "against what was pushed, or build locally with `make image`")
     say(f"[5/5] tagging {target.tag_as}")
-    docker.tag_image(target.ref, target.tag_as)
+    engine.tag_image(target.ref, target.tag_as)
     return report
 
 
@@ -134,8 +134,8 @@ def _signature(target: PullTarget, report: PullReport, required: bool) -> list[s
     return []
 
 
-def _sbom(target: PullTarget, facts: docker.ImageFacts, lock: Lock, root: Path, report: PullReport) -> list[str]:
-    data = docker.file_from_image(target.ref, sbom.SBOM_PATH)
+def _sbom(target: PullTarget, facts: engine.ImageFacts, lock: Lock, root: Path, report: PullReport) -> list[str]:
+    data = engine.file_from_image(target.ref, sbom.SBOM_PATH)
     summary, problems = sbom.problems(data, facts.labels.get(sbom.SBOM_LABEL), lock, root)
     if not problems:
         report.checks.append(Verified("sbom", "ok", f"{summary}; equals the lock"))

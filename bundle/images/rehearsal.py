@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bundle.errors import BundleError
 from bundle.paths import docker_dir, project_root
-from bundle.stack import docker
+from bundle.stack import engine
 
 IMAGE_REPOSITORY = "sglang-bundle/rehearsal"
 PARENT_LAYER = "pd"  # the stand-in chain's layer with SGLang's closure, NIXL and smg
@@ -61,19 +61,19 @@ def ensure_image(*, rebuild: bool = False, report=print) -> str:
     """Build the rehearsal image unless one with the current inputs' tag exists; return its tag."""
     parent = parent_image()
     tag = image_tag(parent)
-    if not rebuild and docker.image_exists(tag):
+    if not rebuild and engine.image_exists(tag):
         return tag
-    if not docker.image_exists(parent):
+    if not engine.image_exists(parent):
         _build_parent(report)
     args = {"context": project_root(), "dockerfile": dockerfile(), "tags": [tag, f"{IMAGE_REPOSITORY}:latest"],
             "build_args": {"PARENT_IMAGE": parent, "VERSION": tag.split(":")[1]},
             "labels": {"io.sglang-bundle.rehearsal-inputs": tag.split(":")[1]}}
     report(f"rehearsal: building {tag} on {parent} ...")
     start = time.monotonic()
-    if docker.buildx_available():
-        docker.build_image(**args, use_buildx=True)
+    if engine.buildx_available():
+        engine.build_image(**args, use_buildx=True)
     else:
-        docker.build_image_engine_buildkit(**args)
+        engine.build_image_engine_buildkit(**args)
     report(f"rehearsal: built {tag} in {time.monotonic() - start:.0f} s")
     return tag
 

@@ -31,9 +31,9 @@ class ContainerVerdict:
 
 
 def verify_container(name: str, lock: Lock, root: Path) -> ContainerVerdict:
-    from bundle.stack import docker
+    from bundle.stack import engine
 
-    facts = docker.container_image(name)
+    facts = engine.container_image(name)
     verdict = ContainerVerdict(name, facts.image_ref)
     if facts.labels.get(REHEARSAL_LABEL) == "rehearsal":
         verdict.findings.append(Finding(Level.INFO, f"{name} runs the rehearsal image (simulated worker), which "
@@ -48,7 +48,7 @@ def verify_container(name: str, lock: Lock, root: Path) -> ContainerVerdict:
         verdict.findings.append(Finding(Level.WARN, f"{name} is not running: its installed set cannot be read",
                                         "bundle status says why; bundle launch starts it again"))
         return verdict
-    run = docker.exec_in_container(name, contents.probe_command())
+    run = engine.exec_in_container(name, contents.probe_command())
     installed = contents.facts_from_output(run.output)
     if installed is None:
         verdict.findings.append(Finding(Level.FAIL, f"{name}: its installed set could not be read "

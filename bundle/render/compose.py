@@ -78,6 +78,11 @@ class Rendered:
         _write_env_file(self.env_file, self.env, ("(rendered)",), self.source_name)
         return self.env_file
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The compose render adds none of its own: the rules' warnings are prepare()'s."""
+        return ()
+
     def compose_command(self) -> str:
         files = " ".join(f"-f {f}" for f in self.compose_files)
         profiles = "".join(f" --profile {p}" for p in self.profiles)
@@ -121,10 +126,11 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
     if router is not None:
         env.update(_router_env(router, dep.source.name))
     if topology.disaggregated:
-        env.update({"PD_TRANSFER_BACKEND": dep.pd.transfer_backend,
-                    "PD_BOOTSTRAP_PORT": str(dep.pd.bootstrap_port),
-                    "KV_TRANSFER_TIMEOUT_SECS": str(dep.pd.kv_transfer_timeout_secs)})
-    if topology.max_replicas > 1:
+        pd = dep.section(topology)
+        env.update({"PD_TRANSFER_BACKEND": pd.transfer_backend,
+                    "PD_BOOTSTRAP_PORT": str(pd.bootstrap_port),
+                    "KV_TRANSFER_TIMEOUT_SECS": str(pd.kv_transfer_timeout_secs)})
+    if topology.replicated:
         # The router's --worker-urls: one URL per replica `up` starts.
         env["DP_WORKER_URLS"] = " ".join(f"http://{role.name}:{dep.network.worker_port}" for role in roles)
     env.update(_monitoring_env(topology, run_dir))
@@ -153,6 +159,11 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
                         gpu_host=not rehearsal, active={s.name for s in topology.active_services(dep.replicas(topology))}))
 
 
+def for_target(dep: Deployment, rendered: Rendered) -> Rendered:
+    """The compose target (render/targets.py): the compose render is its own output."""
+    return rendered
+
+
 def _monitoring_env(topology: Topology, run_dir: Path) -> dict[str, str]:
     """What compose/monitoring.yaml reads: its images (lock.toml's [monitoring]; Prometheus built
     here), the rendered files and the network it joins."""
@@ -172,7 +183,7 @@ def _gpu_list(gpus) -> str:
 def _server_env(dep: Deployment, topology: Topology, role: Role, roles: list[Role],
                 collectives: levers.Collectives) -> dict[str, str]:
     """One server's variables: TP size, GPU placement, extra args (the levers' flags first)."""
-    if topology.gpu_visibility == "union" and dep.pd.share_gpus:
+    if topology.gpu_visibility == "union" and dep.section(topology).share_gpus:
         # Every server sees the union and picks its own GPUs with --base-gpu-id (CUDA IPC between them).
         visible = sorted({g for r in roles for g in r.gpus})
         base = visible.index(min(role.gpus))

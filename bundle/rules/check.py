@@ -20,6 +20,7 @@ from bundle.config.source import format_path
 from bundle.errors import ConfigError
 from bundle.rules import argspec, backends, checkpoint, dspark
 from bundle.rules.cmdline import option_value
+from bundle.topology import PREFILL
 
 Error = Callable[[tuple, str], None]
 
@@ -44,13 +45,13 @@ def check(dep: Deployment, rendered, *, require_model: bool = False) -> Findings
 
     topology = rendered.topology
     roles = dep.roles(topology)
-    if topology.max_replicas > 1:
+    if topology.replicated:
         _check_replicas(dep, topology, error)
     else:
         for role in roles:
             _check_gpus(role, error)
     if topology.disaggregated:
-        _check_pd(dep, roles, error)
+        _check_pd(dep, topology, roles, error)
     _check_router_budget(dep, topology, error)
     _check_managed_flags(dep, rendered, roles, error)
     _check_backends(dep, rendered, roles, error)
@@ -81,21 +82,22 @@ def _check_gpus(role: Role, error: Error) -> None:
 
 
 def _check_replicas(dep: Deployment, topology, error: Error) -> None:
-    dp = dep.dp
+    dp = dep.section(topology)
+    key, name = dp.key_path, format_path(dp.key_path)
     gpus, want = list(dp.gpus), dp.replicas * dp.tp_size
     if dp.replicas > topology.max_replicas:
-        error(("dp", "replicas"), f"{dp.replicas} replicas, but compose/{topology.name}.yaml defines "
-                                  f"{topology.max_replicas}; use at most {topology.max_replicas}")
+        error(key + ("replicas",), f"{dp.replicas} replicas, but compose/{topology.name}.yaml defines "
+                                   f"{topology.max_replicas}; use at most {topology.max_replicas}")
     if len(gpus) != want:
-        error(("dp", "gpus"), f"{len(gpus)} GPUs {gpus} for {dp.replicas} replicas of tp_size {dp.tp_size}; "
-                              f"list exactly {want} GPUs (replica i takes the i-th {dp.tp_size}) or change "
-                              f"dp.replicas / dp.tp_size")
+        error(key + ("gpus",), f"{len(gpus)} GPUs {gpus} for {dp.replicas} replicas of tp_size {dp.tp_size}; "
+                               f"list exactly {want} GPUs (replica i takes the i-th {dp.tp_size}) or change "
+                               f"{name}.replicas / {name}.tp_size")
     for role in dep.roles(topology):
         group = list(role.gpus)
         if group and not _consecutive(group):
-            error(("dp", "gpus"), f"{role.name} gets GPUs {group}, which are not consecutive; SGLang places "
-                                  f"its ranks on --base-gpu-id, +1, ...: order dp.gpus so each group of "
-                                  f"{dp.tp_size} is a consecutive range")
+            error(key + ("gpus",), f"{role.name} gets GPUs {group}, which are not consecutive; SGLang places "
+                                   f"its ranks on --base-gpu-id, +1, ...: order {name}.gpus so each group of "
+                                   f"{dp.tp_size} is a consecutive range")
 
 
 def _check_router_budget(dep: Deployment, topology, error: Error) -> None:
@@ -112,16 +114,17 @@ def _check_router_budget(dep: Deployment, topology, error: Error) -> None:
               f"their backoffs with at least 1 s each; raise request_timeout_secs or lower retry_max_retries")
 
 
-def _check_pd(dep: Deployment, roles: list[Role], error: Error) -> None:
+def _check_pd(dep: Deployment, topology, roles: list[Role], error: Error) -> None:
+    pd = dep.section(topology)
     prefill, decode = roles
     shared = sorted(set(prefill.gpus) & set(decode.gpus))
     if shared:
-        error(("pd", "decode", "gpus"),
-              f"GPUs {shared} are given to both prefill (pd.prefill.gpus) and decode; "
+        error(decode.key_path + ("gpus",),
+              f"GPUs {shared} are given to both prefill ({format_path(prefill.key_path + ('gpus',))}) and decode; "
               f"the two servers need disjoint GPU sets")
-    if dep.pd.bootstrap_port == dep.network.worker_port:
-        error(("pd", "bootstrap_port"),
-              f"{dep.pd.bootstrap_port} is also network.worker_port; prefill listens on both, "
+    if pd.bootstrap_port == dep.network.worker_port:
+        error(pd.key_path + ("bootstrap_port",),
+              f"{pd.bootstrap_port} is also network.worker_port; prefill listens on both, "
               f"so they must differ (SGLang's default bootstrap port is 8998)")
 
 
@@ -237,7 +240,7 @@ def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Er
             reported.add(role.key_path)
             error(role.key_path + ("extra_args",),
                   f"the {role.name} command line is rejected by SGLang's parser: {problem}")
-        if role.service.role == "prefill":
+        if role.service.role == PREFILL:
             prefill_bootstrap = option_value(args, "--disaggregation-bootstrap-port")
     if rendered.topology.disaggregated and not reported:
         _check_speculative_pd(rendered, roles, error)
@@ -251,7 +254,7 @@ def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Er
     if router_args is not None and prefill_bootstrap is not None:
         router_bootstrap = _router_prefill_bootstrap(router_args)
         if router_bootstrap != prefill_bootstrap:
-            error(("pd", "bootstrap_port"),
+            error(dep.section(rendered.topology).key_path + ("bootstrap_port",),
                   f"the router pairs prefill with bootstrap port {router_bootstrap} but prefill listens on "
                   f"{prefill_bootstrap}; requests would fail with 'connection refused'")
 

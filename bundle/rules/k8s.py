@@ -8,6 +8,7 @@ import re
 from bundle.config.model import Deployment
 from bundle.config.source import format_path
 from bundle.render.k8s import commands
+from bundle.rules import manifests
 from bundle.rules.check import Findings
 from bundle.topology import Topology
 
@@ -52,8 +53,8 @@ def check(dep: Deployment, topology: Topology) -> Findings:
         managed = set()
         if pods.nodes > 1:
             managed |= set(commands.MULTI_NODE_FLAGS)
-        if k8s.rdma.devices and dep.pd.transfer_backend in commands.IB_TRANSFER_BACKENDS \
-                and topology.name == "pd":
+        if topology.disaggregated and k8s.rdma.devices \
+                and dep.section(topology).transfer_backend in commands.IB_TRANSFER_BACKENDS:
             managed.add(commands.IB_DEVICE_FLAG)
         for index, token in enumerate(role.extra_args):
             flag = str(token).split("=", 1)[0]
@@ -62,3 +63,15 @@ def check(dep: Deployment, topology: Topology) -> Findings:
                       f"{flag} is set by the Kubernetes render (from {format_path(pods.key_path)} and "
                       f"kubernetes.rdma); change those keys instead of passing the flag")
     return found
+
+
+# What problems() holds the manifests to, for `bundle render`'s summary.
+CHECKED = (f"built-in kinds by kubernetes-validate (Kubernetes {manifests.KUBERNETES_VERSION}, strict), "
+           f"LeaderWorkerSet by {manifests.LWS_SCHEMA_PATH.name}, the Prometheus Operator's "
+           f"PodMonitor/PrometheusRule by {', '.join(p.name for p in manifests.OPERATOR_SCHEMAS.values())}")
+
+
+def problems(rendered) -> list[str]:
+    """What the manifests break (K8sRendered): built-in kinds by kubernetes-validate, LeaderWorkerSet
+    and the Prometheus Operator's kinds by their schemas, the file names."""
+    return manifests.problems(rendered.objects, rendered.file_names())

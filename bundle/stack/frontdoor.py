@@ -6,6 +6,7 @@ Authorization header; `redact` removes it from anything the driver prints or sav
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import requests
 
 from bundle.config.model import Deployment
 from bundle.topology import Topology
+
+CHAT_PATH = "/v1/chat/completions"  # OpenAI's chat completions, which SGLang and the router serve
 
 
 @dataclass(frozen=True)
@@ -31,15 +34,27 @@ class FrontDoor:
         session.headers.update(self.headers)
         return session
 
+    @property
+    def chat_url(self) -> str:
+        return self.url + CHAT_PATH
+
+    def chat_body(self, prompt: str, *, max_tokens: int, stream: bool | None = None) -> dict:
+        """The one chat-completion request every check sends: the served model, one user message,
+        temperature 0 (greedy: the same prompt must give the same tokens every time)."""
+        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": max_tokens, "temperature": 0}
+        if stream is not None:
+            body["stream"] = stream
+        return body
+
     def redact(self, text: str) -> str:
         return text.replace(self.api_key, "***") if self.api_key else text
 
     def example_request(self) -> str:
         """A copy-paste curl command (the key comes from its file, never spelled out)."""
         auth = ' -H "Authorization: Bearer $(cat $API_KEY_FILE)"' if self.api_key else ""
-        body = ('{"model": "%s", "messages": [{"role": "user", "content": '
-                '"What is the capital of France?"}], "max_tokens": 32}') % self.model
-        return f"curl -s {self.url}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d '{body}'"
+        body = json.dumps(self.chat_body("What is the capital of France?", max_tokens=32))
+        return f"curl -s {self.chat_url} -H 'Content-Type: application/json'{auth} -d '{body}'"
 
 
 def front_door(dep: Deployment, topology: Topology) -> FrontDoor:

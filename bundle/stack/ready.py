@@ -95,9 +95,7 @@ class LogProgress:
 
 def first_generation(front: FrontDoor, prompt: str, *, timeout: float = 120.0) -> str:
     """One real chat completion through the front door; returns its text or raises NotReady-worthy errors."""
-    body = {"model": front.model, "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": 16, "temperature": 0}
-    response = requests.post(front.url + "/v1/chat/completions", json=body, headers=front.headers,
+    response = requests.post(front.chat_url, json=front.chat_body(prompt, max_tokens=16), headers=front.headers,
                              timeout=timeout)
     response.raise_for_status()
     text = response.json()["choices"][0]["message"]["content"] or ""

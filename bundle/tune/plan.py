@@ -6,11 +6,9 @@ estimate from what runs/ recorded; the budget applied; finished candidates resum
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from bundle.config.loader import deep_merge, defaults_data, schema_problems
 from bundle.config.model import Deployment, build
 from bundle.config.source import Source
 from bundle.errors import ConfigError
+from bundle.service.prepare import prepare
 from bundle.stack import runstate
 from bundle.tune import results
 from bundle.tune.space import GRAPH_FLAG, Candidate, Space, candidates as space_candidates
@@ -251,10 +250,10 @@ def candidate_deployment(user: Source, base: dict, cand: Candidate) -> Deploymen
     return build(user, deep_merge(copy.deepcopy(base), cand.overrides))
 
 
-def make_plan(args: argparse.Namespace, space: Space, user: Source, *, topology: str, rehearsal: bool,
-              sim: dict, extra_env: dict, budget_s: float | None, lock_hash: str, prepare: Callable) -> Plan:
-    """`prepare` is the one path every command takes (bundle.commands._common.prepare), handed in by
-    the verb: tune sits below the commands and does not import them."""
+def make_plan(space: Space, user: Source, *, topology: str, rehearsal: bool | str | None, sim: dict,
+              budget_s: float | None, lock_hash: str, extra_env: dict | None = None) -> Plan:
+    """Every candidate through the one path every command takes (service.prepare: the rehearsal's env
+    from `rehearsal` and its knobs `sim`, `extra_env` over it), ordered, estimated, skipped with reasons."""
     base = merged_config(user, space)
     project = f"{base['project']}-{topology}"
     cands = order(space_candidates(space, base, topology))
@@ -270,7 +269,7 @@ def make_plan(args: argparse.Namespace, space: Space, user: Source, *, topology:
         notes.append(note)
     # The config itself must be sound: its problems are the user's to fix (ConfigError, exit 3), not
     # a reason to skip every candidate.
-    prepare(args, topology, dep=build(user, copy.deepcopy(base)), rehearsal=rehearsal, extra_env=extra_env,
+    prepare(topology, dep=build(user, copy.deepcopy(base)), rehearsal=rehearsal, sim=sim, extra_env=extra_env,
             require_model=not rehearsal)
     items = []
     for cand in cands:
@@ -278,7 +277,7 @@ def make_plan(args: argparse.Namespace, space: Space, user: Source, *, topology:
                                       bench=base["bench"], rehearsal=rehearsal, sim=sim, lock_hash=lock_hash)
         try:
             dep = candidate_deployment(user, base, cand)
-            prepared = prepare(args, topology, dep=dep, rehearsal=rehearsal, extra_env=extra_env,
+            prepared = prepare(topology, dep=dep, rehearsal=rehearsal, sim=sim, extra_env=extra_env,
                                require_model=not rehearsal)
         except ConfigError as exc:
             cand.skip = "rejected before launch: " + "; ".join(exc.problems)

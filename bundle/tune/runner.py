@@ -1,5 +1,5 @@
-"""One candidate at a time: launch (the same function `bundle launch` runs: readiness, attestation),
-smoke (bundle.verify.smoke), bench (bundle.verify.bench, the configured method) and down (volumes
+"""One candidate at a time: launch, smoke and bench (the services `bundle launch`, `bundle smoke` and
+`bundle bench` run: readiness, attestation; the configured checks; the configured method) and down (volumes
 kept: the JIT cache volume is keyed by the lock hash and serves every candidate). Each outcome is
 recorded as it finishes; a failed or hung candidate is recorded as such and the sweep goes on; a
 signal takes the candidate's stack down and ends the sweep with nothing left running.
@@ -7,14 +7,18 @@ signal takes the candidate's stack down and ends the sweep with nothing left run
 
 from __future__ import annotations
 
-import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from bundle.errors import EXIT_TIMEOUT, BundleError
+from bundle.service.bench import run_bench
+from bundle.service.launch import LaunchRequest, launch
+from bundle.service.smoke import run_smoke
 from bundle.stack import docker, runstate
 from bundle.tune import results
 from bundle.tune.plan import Plan, Planned
+from bundle.verify import bench
 
 REASON_CHARS = 600  # of an error's message, in the results line and the table
 KEPT_METRICS = ("completed", "output_throughput", "total_throughput", "mean_ttft_ms", "median_ttft_ms",
@@ -36,54 +40,25 @@ def _down(project: str, timeout: int | None = None) -> None:
         pass
 
 
-def _launch_args(args: argparse.Namespace, topology: str) -> argparse.Namespace:
-    return argparse.Namespace(topology=topology, config=getattr(args, "config", None),
-                              rehearsal=args.rehearsal, sim=list(args.sim or []),
-                              timeout=getattr(args, "launch_timeout", None), keep_on_failure=False,
-                              debug=getattr(args, "debug", False))
+@dataclass(frozen=True)
+class Sweep:
+    """How every candidate of a sweep is launched (from `bundle tune`'s flags)."""
+
+    config: str | None  # the user's bundle.yaml, for messages; each candidate's config is its own
+    rehearsal: str | None  # None on a GPU host, else "sim" (tune ranks with the simulator's speed rules)
+    sim: Mapping[str, str] = field(default_factory=dict)  # the simulator's knobs
+    launch_timeout: str | None = None  # each launch's readiness limit; None: lifecycle.launch_timeout
 
 
-def _smoke(dep, topology, record, console) -> dict:
-    from bundle.durations import parse_duration
-    from bundle.stack.frontdoor import front_door
-    from bundle.stack.workers import ComposeWorkers
-    from bundle.verify import report
-    from bundle.verify.smoke import smoke
-
-    front = front_door(dep, topology)
-    workers = None
-    if topology.has_router:
-        names = {role.name: role.name for role in dep.roles(topology)}
-        workers = ComposeWorkers(record.stack(), names, port=dep.network.worker_port)
-    result = smoke(front, topology=topology.name, checks=dep.smoke.checks, max_tokens=dep.smoke.max_tokens,
-                   request_timeout=parse_duration(dep.smoke.request_timeout, what="smoke.request_timeout"),
-                   workers=workers)
-    data = result.to_dict() | {"project": record.project, "rehearsal": record.rehearsal, "model": front.model,
-                               "lock_hash": record.env.get("BUNDLE_LOCK_HASH"), "image": record.env.get("BUNDLE_IMAGE"),
-                               "max_tokens": dep.smoke.max_tokens, "tune": True}
-    path = report.write_json(runstate.new_run_dir(record.project, "smoke") / "smoke.json", data)
-    failures = "; ".join(f"{s.name}: {s.detail}" for s in result.failures)
-    return {"ok": result.ok, "reason": failures, "report": str(path)}
+def _smoke(dep, topology, record) -> dict:
+    smoked = run_smoke(dep, topology, record)
+    path = smoked.write(record.project, tune=True)
+    return {"ok": smoked.result.ok, "reason": smoked.reasons, "report": str(path)}
 
 
 def _bench(dep, topology, record, label: str, console) -> dict:
-    from bundle.stack.frontdoor import front_door
-    from bundle.verify import bench
-
-    front = front_door(dep, topology)
     plan = bench.plan(dep, topology, record.env, label=label)
-    stack = record.stack()
-
-    def gone():
-        try:
-            states = {s.service: s.state for s in stack.states()}
-        except BundleError:
-            return "its containers can no longer be listed"
-        state = states.get(topology.front_service)
-        return None if state == "running" else f"{topology.front_service} is {state or 'gone'}"
-
-    result, run_dir = bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal, env=record.env,
-                                api_key_file=dep.api_key_file, redact=front.redact, stack_gone=gone,
+    result, run_dir = run_bench(dep, topology, record, plan,
                                 on_level=lambda lv: console.print(f"  bench C={lv.concurrency}: {lv.num_prompts} "
                                                                   f"prompts, limit {lv.timeout_s:.0f} s"))
     levels = [{"concurrency": lv["concurrency"], "status": lv["status"], "reason": lv.get("reason"),
@@ -95,25 +70,26 @@ def _bench(dep, topology, record, label: str, console) -> dict:
             "reason": "; ".join(f"C={lv['concurrency']} {lv['status']}: {lv['reason']}" for lv in bad)}
 
 
-def run_candidate(item: Planned, plan: Plan, args: argparse.Namespace, console, launch: Callable) -> dict:
+def run_candidate(item: Planned, plan: Plan, sweep: Sweep, console) -> dict:
     """Launch, attest, smoke, bench and down one candidate; returns its results line (also appended
     to runs/<project>/tune/results.jsonl). KeyboardInterrupt (SIGINT, SIGTERM, SIGHUP) takes the
-    stack down and propagates without a line, so a rerun runs the candidate again. `launch` is
-    `bundle launch` itself (bundle.commands.launch.launch), handed in by the verb."""
+    stack down and propagates without a line, so a rerun runs the candidate again. The services are
+    `bundle launch`'s, `bundle smoke`'s and `bundle bench`'s own."""
     from bundle import topology as registry
 
     cand, dep = item.candidate, item.dep
     topology = registry.get(plan.topology)
     line = {"key": cand.key, "name": cand.name, "origin": cand.origin, "overrides": cand.overrides,
             "changes": list(cand.changes), "topology": plan.topology, "project": plan.project,
-            "rehearsal": bool(args.rehearsal), "sim": dict(getattr(args, "sim_knobs", {}) or {}),
+            "rehearsal": bool(sweep.rehearsal), "sim": dict(sweep.sim),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": None, "phase": None, "reason": None,
             "seconds": {}, "levels": [], "bench_run_id": None, "launch_run_dir": None}
     phase = "launch"
     t0 = time.monotonic()
     try:
         try:
-            launch(_launch_args(args, plan.topology), dep=dep)
+            launch(LaunchRequest(topology=plan.topology, config=sweep.config, rehearsal=sweep.rehearsal,
+                                 sim=sweep.sim, timeout=sweep.launch_timeout), dep=dep)
         finally:
             line["seconds"]["launch"] = round(time.monotonic() - t0, 1)
             try:
@@ -123,7 +99,7 @@ def run_candidate(item: Planned, plan: Plan, args: argparse.Namespace, console, 
         record = runstate.load(plan.project)
         phase = "smoke"
         t = time.monotonic()
-        smoked = _smoke(dep, topology, record, console)
+        smoked = _smoke(dep, topology, record)
         line["seconds"]["smoke"] = round(time.monotonic() - t, 1)
         line["smoke_report"] = smoked["report"]
         if not smoked["ok"]:
@@ -153,7 +129,7 @@ def run_candidate(item: Planned, plan: Plan, args: argparse.Namespace, console, 
     return line
 
 
-def run_sweep(plan: Plan, args: argparse.Namespace, console, *, started: float, launch: Callable,
+def run_sweep(plan: Plan, sweep: Sweep, console, *, started: float,
               on_done: Callable[[dict], None] | None = None) -> list[dict]:
     """Every candidate still to run, in the plan's order; before each one the time spent plus its
     estimate is held to the budget (the estimate follows what this sweep measured)."""
@@ -171,7 +147,7 @@ def run_sweep(plan: Plan, args: argparse.Namespace, console, *, started: float, 
             break
         console.print(f"\n[bold]candidate {index}/{len(todo)}: {item.candidate.name}[/] "
                       f"({', '.join(item.candidate.changes) or 'the config as it is'})")
-        line = run_candidate(item, plan, args, console, launch)
+        line = run_candidate(item, plan, sweep, console)
         lines.append(line)
         if line.get("seconds", {}).get("total"):
             measured.append(line["seconds"]["total"])

@@ -171,7 +171,7 @@ def expectations(dep, topology, collectives: levers.Collectives | None = None,
             dspark_block_size=_dspark_block_size(lv, model_folder or dep.model_path))
         if role.service.role in (PREFILL, DECODE):
             exp.disaggregation_mode = role.service.role
-            exp.transfer_backend = dep.pd.transfer_backend
+            exp.transfer_backend = dep.section(entry).transfer_backend
         out[role.name] = exp
     return out
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundle.verify import bench_serving
-from bundle.stack import docker
+from bundle.stack import engine
 from bundle.verify import report
 from bundle.stack import runstate
 from bundle.verify.bench_serving import Level
@@ -92,7 +92,7 @@ def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
     image_ref = env.get("REHEARSAL_IMAGE") if rehearsal and env.get("REHEARSAL_IMAGE") else env.get("BUNDLE_IMAGE")
     image = {"ref": image_ref, "id": None, "repo_digests": []}
     try:
-        facts = docker.image_facts(image_ref) if image_ref else None
+        facts = engine.image_facts(image_ref) if image_ref else None
         if facts:
             image.update(id=facts.id, repo_digests=list(facts.repo_digests))
     except Exception as exc:  # noqa: BLE001 - provenance is best effort; the numbers still count

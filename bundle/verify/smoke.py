@@ -140,9 +140,7 @@ class SmokeRunner:
         return self.session.get(self.front.url + path, timeout=self.timeout)
 
     def _chat_body(self, prompt: str, *, stream: bool) -> dict:
-        # temperature 0 = greedy: the same prompt must give the same tokens every time.
-        return {"model": self.front.model, "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": self.max_tokens, "temperature": 0, "stream": stream}
+        return self.front.chat_body(prompt, max_tokens=self.max_tokens, stream=stream)
 
     def _error(self, resp: requests.Response) -> _Failed:
         return _Failed(self.front.redact(f"HTTP {resp.status_code}: {resp.text[:DETAIL_CHARS]}"))
@@ -152,7 +150,7 @@ class SmokeRunner:
 
     def chat_with_usage(self, prompt: str) -> tuple[str, dict]:
         """The answer's text and the usage the server reported (prompt_tokens, completion_tokens)."""
-        resp = self.session.post(self.front.url + "/v1/chat/completions",
+        resp = self.session.post(self.front.chat_url,
                                  json=self._chat_body(prompt, stream=False), timeout=self.timeout)
         if resp.status_code != 200:
             raise self._error(resp)
@@ -163,7 +161,7 @@ class SmokeRunner:
             raise _Failed(self.front.redact(f"not a chat completion: {resp.text[:DETAIL_CHARS]}")) from None
 
     def chat_streamed(self, prompt: str) -> str:
-        with self.session.post(self.front.url + "/v1/chat/completions",
+        with self.session.post(self.front.chat_url,
                                json=self._chat_body(prompt, stream=True), timeout=self.timeout,
                                stream=True) as resp:
             if resp.status_code != 200:
@@ -214,9 +212,9 @@ class SmokeRunner:
             self._one_check(i, check.prompt, check.expect)
         self._step(f"long prompt (> {LONG_PROMPT_MIN_TOKENS} tokens)", self._long_prompt)
         self._step("not degenerate", self._not_degenerate)
-        if self.workers and self.entry.name == "pd":
+        if self.workers and self.entry.disaggregated:
             self._step("through prefill and decode", lambda: self._passed_through(before))
-        if self.workers and self.entry.max_replicas > 1:
+        if self.workers and self.entry.replicated:
             self._step("reached every replica", lambda: self._spread(before))
         return self.report
 
@@ -304,9 +302,8 @@ class SmokeRunner:
         replica that is down or restarted meanwhile is named, not counted: the router serving from
         the others is what dp is for; `bundle status` shows the one that is down."""
         for k in range(SPREAD_PROMPTS_PER_REPLICA * len(self.workers.roles)):
-            body = {"model": self.front.model, "max_tokens": 2, "temperature": 0,
-                    "messages": [{"role": "user", "content": _unshared_prompt(k)}]}
-            resp = self.session.post(self.front.url + "/v1/chat/completions", json=body, timeout=self.timeout)
+            body = self.front.chat_body(_unshared_prompt(k), max_tokens=2)
+            resp = self.session.post(self.front.chat_url, json=body, timeout=self.timeout)
             if resp.status_code != 200:
                 raise self._error(resp)
         after = self._counters()

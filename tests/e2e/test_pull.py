@@ -14,7 +14,7 @@ from bundle.cli import main
 from bundle.errors import BundleError
 from bundle.images import pull
 from bundle.images.lock import LOCK_HASH_LABEL, load_lock
-from bundle.stack import docker
+from bundle.stack import engine
 from tests.release_fixtures import copy_lock, ensure_base_image, serve_registry, sh
 
 
@@ -40,7 +40,7 @@ def publish(registry: str, base: str, label: str | None) -> tuple[str, str]:
     digests = sh("docker", "image", "inspect", "--format", "{{join .RepoDigests \"\\n\"}}", f"{repo}:pushed")
     digest = next(d for d in digests.split() if d.startswith(repo + "@")).split("@", 1)[1]
     sh("docker", "image", "rm", f"{repo}:pushed")
-    assert docker.image_facts(f"{repo}@{digest}") is None  # the pull below really pulls
+    assert engine.image_facts(f"{repo}@{digest}") is None  # the pull below really pulls
     return repo, digest
 
 
@@ -60,8 +60,8 @@ def test_an_image_built_from_another_lock_is_refused_and_removed(registry, base_
         message = str(error.value)
         assert "refused" in message and "'ffffffffffff', expected '0123456789ab'" in message
         assert "removed" in message
-        assert docker.image_facts(target.ref) is None
-        assert docker.image_facts(target.tag_as) is None
+        assert engine.image_facts(target.ref) is None
+        assert engine.image_facts(target.tag_as) is None
     finally:
         cleanup(target.tag_as, target.ref)
 
@@ -74,7 +74,7 @@ def test_an_image_without_the_label_is_refused(registry, base_image):
     try:
         with pytest.raises(BundleError, match="None, expected '0123456789ab'"):
             pull.pull_verified(target, load_lock())
-        assert docker.image_facts(target.ref) is None
+        assert engine.image_facts(target.ref) is None
     finally:
         cleanup(target.ref)
 
@@ -86,7 +86,7 @@ def test_a_local_image_that_no_registry_recorded_fails_the_digest_check(base_ima
     sh("docker", "build", "-q", "-t", tag, "-",
        input=f"FROM {base_image}\nLABEL {LOCK_HASH_LABEL}=0123456789ab\n")
     try:
-        facts = docker.image_facts(tag)
+        facts = engine.image_facts(tag)
         target = pull.PullTarget(repo="registry.example/sglang", digest="sha256:" + "a" * 64,
                                  lock_hash="0123456789ab", tag_as="x")
         problems = pull.verification_problems(facts, target)

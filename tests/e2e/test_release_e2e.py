@@ -17,7 +17,7 @@ import pytest
 from bundle.cli import main
 from bundle.images.lock import LOCK_HASH_LABEL, load_lock
 from bundle.images.sbom import SBOM_LABEL, SBOM_PATH
-from bundle.stack import docker
+from bundle.stack import engine
 from tests.release_fixtures import copy_lock, cyclonedx, ensure_base_image, make_wheel, pinned, serve_registry, sh
 
 LOCKED = ("bundle-release-fixture", "1.0")
@@ -88,7 +88,7 @@ def test_push_then_pull_by_digest_verifies_and_a_planted_package_is_refused(tmp_
 
         # A clean engine for this image: nothing local names it any more.
         forget(good, lock.image_ref)
-        assert docker.image_facts(f"{repo}@{digest}") is None
+        assert engine.image_facts(f"{repo}@{digest}") is None
         capsys.readouterr()
         assert main(["pull", "--lock", str(lock_path)]) == 0
         captured = capsys.readouterr()
@@ -99,7 +99,7 @@ def test_push_then_pull_by_digest_verifies_and_a_planted_package_is_refused(tmp_
         # cosign is not installed here: said, with the command that would check it; not a silent pass.
         assert "signature NOT CHECKED: cosign is not installed" in captured.err
         assert "cosign verify --certificate-identity-regexp" in captured.err and f"{repo}@{digest}" in captured.err
-        assert docker.image_facts(lock.image_ref).id == docker.image_facts(f"{repo}@{digest}").id
+        assert engine.image_facts(lock.image_ref).id == engine.image_facts(f"{repo}@{digest}").id
 
         # Someone installs a package after the SBOM was written and publishes that image instead.
         bad = f"bundle-test/release-bad-{uuid.uuid4().hex[:8]}:t"
@@ -117,6 +117,6 @@ def test_push_then_pull_by_digest_verifies_and_a_planted_package_is_refused(tmp_
         err = capsys.readouterr().err
         assert f"refused {repo}@{bad_digest}" in err
         assert f"contents: {PLANTED[0]} {PLANTED[1]} is installed but unknown to the lock" in err
-        assert docker.image_facts(f"{repo}@{bad_digest}") is None and docker.image_facts(lock.image_ref) is None
+        assert engine.image_facts(f"{repo}@{bad_digest}") is None and engine.image_facts(lock.image_ref) is None
     finally:
         forget(*refs)

@@ -127,12 +127,12 @@ def audit(image: str, dep: Deployment, lock: Lock, *, config_name: str, only: li
           skip: list[str] | None = None, deep: bool = False, sbom_out: Path | None = None,
           on_progress=None) -> Audit:
     from bundle.images.audit.registry import CHECKS, SECTIONS, run_checks
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     root = paths.project_root()
     names = [c.name for c in CHECKS if not ((only and c.name not in only) or (skip and c.name in skip))]
     sections = sorted({s for n in names for s in SECTIONS[n]})
-    facts_img = docker.image_facts(image)
+    facts_img = engine.image_facts(image)
     labels = facts_img.labels if facts_img else {}
     commands = server_commands(dep, lock)
     model_dir, model_source = model_folder(dep)
@@ -152,7 +152,7 @@ def audit(image: str, dep: Deployment, lock: Lock, *, config_name: str, only: li
         (out / "input.json").write_text(json.dumps(inp))
         if on_progress:
             on_progress(f"probing {image} ({', '.join(sections)}) ...")
-        run = docker.run_audit_container(
+        run = engine.run_audit_container(
             image, ["python", f"{PROBE_DIR}/probe.py", f"{OUT_DIR}/input.json", f"{OUT_DIR}/facts.json"],
             volumes=[(HERE, PROBE_DIR, "ro"), (tool_dir, TOOLS_DIR, "ro"), (out, OUT_DIR, "rw"),
                      (model_dir, MODEL_DIR, "ro")],
@@ -176,7 +176,7 @@ def audit(image: str, dep: Deployment, lock: Lock, *, config_name: str, only: li
 def sbom_of(image: str) -> bytes:
     """The CycloneDX SBOM (JSON, reproducible: no serial number or timestamp) of `image`'s venv,
     written by cyclonedx-bom inside a container of it; a BundleError when it cannot be made."""
-    from bundle.stack import docker
+    from bundle.stack import engine
 
     tool_dir = tools.ensure()
     with tempfile.TemporaryDirectory(prefix="bundle-sbom-") as tmp:
@@ -184,7 +184,7 @@ def sbom_of(image: str) -> bytes:
         out.chmod(0o777)
         (out / "input.json").write_text(json.dumps({"sections": ["sbom"], "tools_path": f"{TOOLS_DIR}/py",
                                                     "sbom_path": f"{OUT_DIR}/sbom.cdx.json"}))
-        run = docker.run_audit_container(
+        run = engine.run_audit_container(
             image, ["python", f"{PROBE_DIR}/probe.py", f"{OUT_DIR}/input.json", f"{OUT_DIR}/facts.json"],
             volumes=[(HERE, PROBE_DIR, "ro"), (tool_dir, TOOLS_DIR, "ro"), (out, OUT_DIR, "rw")],
             env={"PYTHONDONTWRITEBYTECODE": "1"}, timeout=600)

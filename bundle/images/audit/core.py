@@ -1,13 +1,15 @@
-"""What an audit check returns, and the runner that keeps one broken check from stopping the rest
-(the shape of bundle/doctor/core.py: a registry of small checks, a fix line per finding)."""
+"""What an audit check returns, and how a broken one shows (the runner is the one check core,
+bundle/checks.py, which `bundle doctor` shares: a registry of small checks, a fix line per finding)."""
 
 from __future__ import annotations
 
 import enum
-import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from bundle.checks import Check, run_guarded
+
+__all__ = ["Check", "CheckResult", "Finding", "Level", "run_check"]
 
 
 class Level(str, enum.Enum):
@@ -45,21 +47,14 @@ class CheckResult:
                 "findings": [f.as_dict() for f in self.findings], "seconds": round(self.seconds, 3)}
 
 
-@dataclass(frozen=True)
-class Check:
-    name: str  # short, stable: --only/--skip and the JSON
-    title: str  # what the table shows
-    run: Callable  # (AuditContext) -> (summary, [Finding])
-
-
 def run_check(check: Check, ctx) -> CheckResult:
-    """Run one check; an exception inside it is that check's FAIL, with the error as the finding."""
-    started = time.monotonic()
-    try:
-        summary, findings = check.run(ctx)
-    except Exception as exc:  # noqa: BLE001 - a broken check is a FAIL, never a crash
+    """Run one check (its run: AuditContext -> (summary, [Finding])); an exception inside it is that
+    check's FAIL, with the error as the finding."""
+    def broken(exc: Exception) -> tuple[str, list[Finding]]:
         tb = traceback.extract_tb(exc.__traceback__)[-1]
-        summary = "the check itself failed"
-        findings = [Finding(Level.FAIL, f"{type(exc).__name__}: {exc} (at {tb.filename}:{tb.lineno})",
-                            "run with --debug and report it")]
-    return CheckResult(check.name, check.title, list(findings), summary, time.monotonic() - started)
+        return "the check itself failed", [Finding(Level.FAIL, f"{type(exc).__name__}: {exc} "
+                                                                f"(at {tb.filename}:{tb.lineno})",
+                                                   "run with --debug and report it")]
+
+    (summary, findings), seconds = run_guarded(lambda: check.run(ctx), broken)
+    return CheckResult(check.name, check.title, list(findings), summary, seconds)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bundle.images.audit import checks_packages, checks_runtime, checks_sbom, checks_sglang, checks_sm120
+from bundle.checks import selected
 from bundle.images.audit.core import Check, CheckResult, run_check
 
 CHECKS: tuple[Check, ...] = (
@@ -28,5 +29,4 @@ SECTIONS = {"lock": ("packages",), "once": ("packages",), "files": ("packages",)
 
 
 def run_checks(ctx, only: list[str] | None = None, skip: list[str] | None = None) -> list[CheckResult]:
-    return [run_check(check, ctx) for check in CHECKS
-            if not ((only and check.name not in only) or (skip and check.name in skip))]
+    return [run_check(check, ctx) for check in selected(CHECKS, only, skip)]

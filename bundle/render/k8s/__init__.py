@@ -8,4 +8,7 @@ manifests.py the objects of one topology, and writing them
 
 from bundle.render.k8s.manifests import K8sRendered, render
 
-__all__ = ["K8sRendered", "render"]
+# The k8s target's entry point (render/targets.py): (typed config, the compose render) -> manifests.
+for_target = render
+
+__all__ = ["K8sRendered", "for_target", "render"]

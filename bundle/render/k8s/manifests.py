@@ -55,6 +55,12 @@ class K8sRendered:
     def file_names(self) -> list[str]:
         return [f"{i:02d}-{o['kind'].lower()}-{o['metadata']['name']}.yaml" for i, o in enumerate(self.objects)]
 
+    def summary(self) -> str:
+        return f"manifests for {self.topology.name} in namespace {self.namespace}"
+
+    def how_to_run(self, out_dir) -> str:
+        return f"apply: kubectl apply -f {out_dir}   (needs the LeaderWorkerSet controller installed)"
+
     def write(self, out_dir: Path) -> list[Path]:
         """One file per object under out_dir (`kubectl apply -f out_dir` applies them in order);
         files an earlier render wrote there and this one does not are removed."""
@@ -80,6 +86,7 @@ def render(dep: Deployment, rendered: Rendered) -> K8sRendered:
 class _Builder:
     def __init__(self, dep: Deployment, rendered: Rendered):
         self.dep, self.rendered, self.topology = dep, rendered, rendered.topology
+        self.section = dep.section(self.topology)  # the topology's section of bundle.yaml
         self.k8s = dep.kubernetes
         self.base = dep.project_name(self.topology.name)
         self.image = rendered.env["BUNDLE_IMAGE"]
@@ -108,7 +115,7 @@ class _Builder:
 
     def lws_name(self, role: Role) -> str:
         # dp's replicas are one LeaderWorkerSet: its replicas are the copies.
-        return f"{self.base}-{'replica' if role.service.config_key == ('dp',) else role.name}"
+        return f"{self.base}-{'replica' if self.topology.replicated else role.name}"
 
     def leader_selector(self, role: Role) -> dict:
         return {"io.sglang-bundle.project": self.base, "io.sglang-bundle.role": role.service.role,
@@ -164,7 +171,7 @@ class _Builder:
         compose_args = self.rendered.server_args(role.name)
         args = cmd.server_args(compose_args, nodes=k8s_role.nodes, dist_init_port=self.k8s.dist_init_port,
                                ib_devices=self.k8s.rdma.devices,
-                               transfer_backend=self.dep.pd.transfer_backend if self.topology.name == "pd" else None)
+                               transfer_backend=self.section.transfer_backend if self.topology.disaggregated else None)
         full = _prefix(argv, SERVER_MODULE) + args
         self.commands[name] = full
         self.compose_services[name] = role.name
@@ -172,8 +179,8 @@ class _Builder:
         ports = [{"name": "http", "containerPort": self.dep.network.worker_port}]
         annotations = {}
         if role.service.role == PREFILL:
-            ports.append({"name": "bootstrap", "containerPort": self.dep.pd.bootstrap_port})
-            annotations[cmd.BOOTSTRAP_PORT_ANNOTATION] = str(self.dep.pd.bootstrap_port)
+            ports.append({"name": "bootstrap", "containerPort": self.section.bootstrap_port})
+            annotations[cmd.BOOTSTRAP_PORT_ANNOTATION] = str(self.section.bootstrap_port)
         if k8s_role.nodes > 1:
             ports.append({"name": "dist-init", "containerPort": self.k8s.dist_init_port})
         labels = self.labels(role.service.role, name.removeprefix(self.base + "-"))
@@ -285,7 +292,7 @@ class _Builder:
         if self.k8s.discovery == "selector":
             out = ["--service-discovery", "--service-discovery-namespace", self.k8s.namespace,
                    "--service-discovery-port", str(port)]
-            if self.topology.name == "pd":
+            if self.topology.disaggregated:
                 for role in roles:
                     out += [f"--{role.service.role}-selector", *cmd.selector(self.leader_selector(role))]
             else:
@@ -297,9 +304,9 @@ class _Builder:
             name, copies = self.lws_name(role), self.k8s.role(role.service.config_key).replicas
             # LeaderWorkerSet's headless Service gives leader i the name <lws>-<i>.<lws>.
             urls = [f"http://{name}-{i}.{name}.{self.k8s.namespace}.svc:{port}" for i in range(copies)]
-            if self.topology.name == "pd":
+            if self.topology.disaggregated:
                 flag = f"--{role.service.role}"
-                extra = [str(self.dep.pd.bootstrap_port)] if role.service.role == PREFILL else []
+                extra = [str(self.section.bootstrap_port)] if role.service.role == PREFILL else []
                 for url in urls:
                     out += [flag, url, *extra]
             else:

@@ -1,0 +1,70 @@
+"""The services below the verbs (bundle/service/): typed values in, never an argparse namespace; the
+rehearsal's env computed in one place; one "the stack went away" check for bench and tune."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from bundle.errors import BundleError
+from bundle.paths import PACKAGE_DIR
+from bundle.service.bench import stack_gone
+from bundle.service.prepare import prepare
+from bundle.stack.docker import ContainerState
+
+pytestmark = pytest.mark.usefixtures("runs_dir")
+
+def test_no_argparse_namespace_below_the_verbs():
+    """A verb parses its flags and hands a service typed values: no module outside bundle/commands/
+    builds, takes or annotates an argparse.Namespace (argparse itself serves the snapshots of SGLang's
+    parser and the probes' own command lines)."""
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        rel = path.relative_to(PACKAGE_DIR).as_posix()
+        if rel.startswith("commands/") or rel == "cli.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr == "Namespace"
+                    and isinstance(node.value, ast.Name) and node.value.id == "argparse") \
+                    or (isinstance(node, ast.ImportFrom) and node.module == "argparse"
+                        and any(a.name == "Namespace" for a in node.names)):
+                found.append(f"bundle/{rel}:{node.lineno}")
+    assert not found, "argparse.Namespace below bundle/commands/ (a verb parses its flags and calls a " \
+                      "service with typed values):\n" + "\n".join(found)
+
+
+def test_prepare_adds_the_rehearsals_env_and_its_knobs_itself():
+    plain = prepare("tp4").rendered.env
+    sim = prepare("tp4", rehearsal="sim", sim={"SIM_TPOT_MS": "7"}).rendered.env
+    assert "REHEARSAL_IMAGE" not in plain and "SIM_TPOT_MS" not in plain
+    assert sim["SIM_TPOT_MS"] == "7" and sim["REHEARSAL_IMAGE"]
+    assert sim["MODEL_HOST_PATH"] != plain["MODEL_HOST_PATH"]  # the simulated model, not the checkpoint
+    # What the caller adds goes over the rehearsal's own.
+    assert prepare("tp4", rehearsal="sim", extra_env={"MODEL_HOST_PATH": "/elsewhere"}).rendered.env[
+        "MODEL_HOST_PATH"] == "/elsewhere"
+
+
+def _state(service: str, state: str) -> ContainerState:
+    return ContainerState(name=f"p-{service}-1", service=service, state=state, health="", exit_code=None,
+                          restart_count=0, ports={})
+
+
+class _Stack:
+    def __init__(self, states):
+        self._states = states
+
+    def states(self):
+        if isinstance(self._states, Exception):
+            raise self._states
+        return self._states
+
+
+@pytest.mark.parametrize("states, expected", [
+    ([_state("router", "running"), _state("prefill", "exited")], None),  # the front door serves: go on
+    ([_state("router", "exited")], "router is exited"),
+    ([_state("prefill", "running")], "router was removed (`bundle down`?)"),
+    (BundleError("no engine"), "its containers can no longer be listed"),
+])
+def test_the_stack_went_away_says_why(states, expected):
+    assert stack_gone(_Stack(states), "router") == expected
