@@ -1,5 +1,6 @@
 """`bundle render tp4|pd|dp [-c FILE]`: write the env file and print compose's own resolved configuration;
-`bundle render --target k8s tp4|pd|dp [-c FILE] -o DIR`: write the same topology as Kubernetes manifests."""
+`bundle render --target k8s tp4|pd|dp [-c FILE] -o DIR`: write the same topology as Kubernetes manifests;
+`bundle render --target slurm tp4|pd|dp [-c FILE] -o DIR`: write it as one sbatch script."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from bundle.commands._common import BARE_REHEARSAL, add_config_argument, add_top
 from bundle.topology import REHEARSAL_MODES
 
 HELP = ("write runs/<project>/bundle.env and print the configuration exactly as docker compose resolves it; "
-        "--target k8s writes Kubernetes manifests")
+        "--target k8s writes Kubernetes manifests, --target slurm an sbatch script")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,11 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=[*REHEARSAL_MODES, BARE_REHEARSAL], metavar="engine|sim",
                         help="add a rehearsal overlay, no GPUs: engine (default) = SGLang on CPU, sim = simulators")
     parser.add_argument("--format", choices=("yaml", "json"), default="yaml")
-    parser.add_argument("--target", choices=("compose", "k8s"), default="compose",
+    parser.add_argument("--target", choices=("compose", "k8s", "slurm"), default="compose",
                         help="compose (default): the env file and compose's view; k8s: LeaderWorkerSet + smg "
-                             "manifests, checked against the Kubernetes and LeaderWorkerSet schemas")
+                             "manifests, checked against the Kubernetes and LeaderWorkerSet schemas; slurm: an "
+                             "sbatch script (one srun step per role, enroot/pyxis), docs/slurm.md")
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help="--target k8s: folder to write the manifests to (one file per object)")
+                        help="--target k8s: folder to write the manifests to (one file per object); "
+                             "--target slurm: folder to write job.sbatch to")
     parser.add_argument("--kubectl-dry-run", action="store_true",
                         help="--target k8s: also run `kubectl apply --dry-run=client` on them (needs a "
                              "kubectl whose context reaches a cluster: client dry-run asks the API server "
@@ -36,6 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.target == "k8s":
         return _run_k8s(args)
+    if args.target == "slurm":
+        from bundle.commands._slurm import render_script
+
+        return render_script(args)
     import json
 
     from bundle.stack import docker
