@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--monitoring", action="store_true",
                         help="also start Prometheus (alerts) and Grafana (dashboards), and on a GPU host NVIDIA's "
                              "DCGM exporter: the compose profile `monitoring` (docs/monitoring.md)")
+    parser.add_argument("--target", choices=("compose", "slurm"), default="compose",
+                        help="compose (default): this host; slurm: one sbatch job (with --rehearsal: on a real "
+                             "Slurm cluster of containers made here, docs/slurm.md)")
     parser.add_argument("--keep-on-failure", action="store_true",
                         help="leave the containers running after a failed start, for debugging")
 
@@ -52,6 +55,10 @@ def launch(args: argparse.Namespace, *, dep=None) -> int:
 
     from bundle.verify import report
 
+    if getattr(args, "target", "compose") == "slurm":
+        from bundle.commands._slurm import launch_job
+
+        return launch_job(args, dep=dep)
     console = report.console()
     knobs = sim_knobs(args)  # also resolves args.rehearsal to None, "engine" or "sim"
     # The image's tag and the engine's model folder are hashes of their inputs: known before anything is built.

@@ -277,7 +277,8 @@ class _Builder:
                  f"nodes {step.first_node}-{step.first_node + step.nodes - 1}")
         gpus = f", {step.gpus} GPUs per node" if step.gpus else f", beside the first server ({step.role} shares node 0)"
         nodelist = ",".join(node(i) for i in range(step.first_node, step.first_node + step.nodes))
-        srun = ["srun", '"${CONTAINER_ARGS[@]}"', f"--nodes={step.nodes}", f"--ntasks={step.nodes}",
+        # Each step named by its role: squeue -s and sacct show what runs where.
+        srun = ["srun", '"${CONTAINER_ARGS[@]}"', f"--job-name={step.name}", f"--nodes={step.nodes}", f"--ntasks={step.nodes}",
                 "--ntasks-per-node=1", "--nodelist=" + _word(nodelist),
                 f"--gres={self.slurm.gres}:{step.gpus}" if step.gpus else "--gres=none",
                 *([] if step.gpus else ["--overlap"]),
