@@ -11,8 +11,8 @@ FROM ${PARENT_IMAGE}
 ARG SLURM_VERSION=22.05.8-4+deb12u3
 ARG MUNGE_VERSION=0.5.15-2+deb12u1
 
+# The rehearsal image runs as root (the daemons need it); apt too.
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-USER root
 # apt's downloads and lists live in BuildKit cache mounts, never in the image (as in base.Dockerfile).
 RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \

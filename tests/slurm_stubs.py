@@ -20,10 +20,9 @@ for o in "${opts[@]}"; do
   case "$o" in --ntasks=*) ntasks=${o#--ntasks=};; --nodelist=*) nodelist=${o#--nodelist=};; esac
 done
 IFS=, read -r -a nodes <<< "$nodelist"
-n=$(ls "$RECORD_DIR" | wc -l)
 printf '%s\0' "${opts[@]}" > "$RECORD_DIR/srun-$$-$RANDOM"
 for ((rank = 0; rank < ntasks; rank++)); do
-  SLURM_PROCID=$rank SLURMD_NODENAME=${nodes[$rank]} SRUN_OPTS_FILE="$RECORD_DIR" "$@"
+  SLURM_PROCID=$rank SLURMD_NODENAME=${nodes[$rank]} "$@"
 done
 """
 SCONTROL = r"""#!/bin/bash

@@ -170,9 +170,10 @@ def _wait_ready(stack, record, job, topology, front, dep, *, timeout: float, say
     servers = [s.name for s in job.steps if s.role != "router"]
     workers = ComposeWorkers(stack, {s: s for s in servers}, port=dep.network.worker_port)
     healthy: set[str] = set()
+    starting = set(record.placement)  # steps Slurm has not listed yet: not lost, still launching
     said = ""
     while time.monotonic() < deadline:
-        lost = jobs.lost_roles(record)
+        lost = jobs.lost_roles(record, starting=starting)
         if lost:
             role, why = next(iter(lost.items()))
             tail = "".join(stack.logs(role, tail=5).splitlines(keepends=True)[-5:])

@@ -80,8 +80,9 @@ def wait_allocated(client: SlurmClient, job_id: str, *, timeout: float, report) 
     raise BundleError(f"job {job_id} was not given its nodes within {timeout:.0f} s", exit_code=EXIT_TIMEOUT)
 
 
-def lost_roles(record: JobRecord) -> dict[str, str]:
-    """Role -> why it is lost (its node down, or its step gone), from Slurm's own view."""
+def lost_roles(record: JobRecord, *, starting: set[str] | None = None) -> dict[str, str]:
+    """Role -> why it is lost (its node down, or its step gone), from Slurm's own view. `starting`:
+    roles whose step may not be listed yet (a launch's first seconds); those listed are removed."""
     client = record.client
     fields = client.job(record.job_id)
     state = fields.get("JobState", "")
@@ -95,6 +96,8 @@ def lost_roles(record: JobRecord) -> dict[str, str]:
         if down:
             lost[role] = ", ".join(f"node {n} {nodes.get(n, ('unknown', ''))[0]} ({nodes.get(n, ('', ''))[1] or 'no reason'})"
                                    for n in down)
-        elif role not in steps:
+        elif role not in steps and (starting is None or role not in starting):
             lost[role] = f"its step is no longer running (job {record.job_id})"
+        elif starting is not None and role in steps:
+            starting.discard(role)
     return lost

@@ -11,7 +11,7 @@ The command lines are the compose render's own (Rendered.commands), changed only
 says; each step's environment is the compose service's (`environment:` over `env_file:`), with
 UCX/NCCL settings for the network between nodes. Pure: nothing is written until write().
 
-The rehearsal (bundle/slurm/rehearsal.py) runs the same script on a real Slurm cluster whose nodes are
+The rehearsal (bundle/slurm/cluster.py) runs the same script on a real Slurm cluster whose nodes are
 containers of the rehearsal image: pyxis cannot run there, so the one line that gives each step its
 container (CONTAINER_LINE) becomes NATIVE_LINE, and nothing else differs (native_script()).
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from bundle.config.model import Deployment, Role
-from bundle.render.compose import NO_FILE, Rendered, program_args
+from bundle.render.compose import NO_FILE, Rendered
 from bundle.render.interpolate import split_command
 from bundle.render.k8s.pods import service_environment
 from bundle.render.slurm import commands as cmd
@@ -338,5 +338,3 @@ def _prefix(argv: list[str], module: str) -> list[str]:
             return argv[:i + 2]
     raise ValueError(f"{argv!r} does not run {module}")
 
-
-__all__ = ["SlurmRendered", "Step", "render", "program_args"]
