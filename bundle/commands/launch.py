@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 
 from bundle.commands._common import add_config_argument, add_rehearsal_arguments, add_topology_argument, sim_knobs
-from bundle.service.launch import LaunchRequest, launch
+from bundle.render import targets
+from bundle.service.launch import LaunchRequest
 
 HELP = "bring a topology up and wait until it truly serves (health, router, one generation); reconciles one that is up"
 
@@ -25,12 +26,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--monitoring", action="store_true",
                         help="also start Prometheus (alerts) and Grafana (dashboards), and on a GPU host NVIDIA's "
                              "DCGM exporter: the compose profile `monitoring` (docs/monitoring.md)")
+    parser.add_argument("--target", choices=targets.LAUNCHABLE, default=targets.DEFAULT,
+                        help="compose (default): this host; slurm: one sbatch job (with --rehearsal: on a real "
+                             "Slurm cluster of containers made here, docs/slurm.md)")
     parser.add_argument("--keep-on-failure", action="store_true",
                         help="leave the containers running after a failed start, for debugging")
 
 
 def run(args: argparse.Namespace) -> int:
     knobs = sim_knobs(args)  # also resolves args.rehearsal to None, "engine" or "sim"
-    launch(LaunchRequest(topology=args.topology, config=args.config, rehearsal=args.rehearsal, sim=knobs,
+    service = targets.get(args.target).launch_service()
+    service.launch(LaunchRequest(topology=args.topology, config=args.config, rehearsal=args.rehearsal, sim=knobs,
                          timeout=args.timeout, monitoring=args.monitoring, keep_on_failure=args.keep_on_failure))
     return 0

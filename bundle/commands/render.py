@@ -77,12 +77,16 @@ def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
         raise BundleError(f"--target {target.name} needs -o DIR, the folder to write to", exit_code=EXIT_USAGE,
                           hint=f"bundle render --target {target.name} {args.topology} "
                                f"-o {target.name}/{args.topology}")
-    prepared = prepare(args.topology, config=args.config)  # the compose render and its rules: the same command lines
+    # The compose render and its rules: the same command lines. A target that takes --rehearsal renders
+    # the rehearsal's variant from the rehearsal's compose render.
+    mode = resolve_rehearsal(args) if target.rehearsal else None
+    prepared = prepare(args.topology, config=args.config, rehearsal=mode)
     dep = prepared.dep
     checker = target.checker()
     if checker is not None:
         checker.check(dep, prepared.topology).raise_if_errors(dep.source.name)
-    output = target.renderer().for_target(dep, prepared.rendered)
+    output = (target.renderer().for_target(dep, prepared.rendered, rehearsal=mode) if target.rehearsal
+              else target.renderer().for_target(dep, prepared.rendered))
     problems = checker.problems(output) if checker is not None else []
     if problems:
         raise ConfigError([f"{line}; it was made from {dep.source.name}: check the value it came from, else "

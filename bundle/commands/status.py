@@ -78,8 +78,13 @@ def collect(target) -> dict:
         containers.append({"service": s.service, "name": s.name, "state": s.state, "health": s.health,
                            "restarts": s.restart_count, "exit_code": s.exit_code, "ports": s.ports,
                            "problem": problem, "processes": processes})
-    return {"topology": target.topology.name, "project": target.project,
-            "rehearsal": rehearsal_mode(record.rehearsal if record else None), "containers": containers, "front_door": door}
+    out = {"topology": target.topology.name, "project": target.project,
+           "rehearsal": rehearsal_mode(record.rehearsal if record else None), "containers": containers, "front_door": door}
+    if record is not None and record.target == "slurm":  # the job as Slurm sees it (squeue, sinfo)
+        from bundle.slurm.stack import job_summary
+
+        out["slurm"] = job_summary(target.project)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
             table.add_row(c["service"], c["state"], c["health"] or "-", str(c["restarts"]), published or "-",
                           processes, problem)
         console.print(table)
+        if one.get("slurm"):
+            job = one["slurm"]
+            console.print(job.get("queue") or job.get("error", ""), markup=False)
+            for role, why in (job.get("lost") or {}).items():
+                console.print(f"[red]{role} lost[/]: {why}")
         door = one["front_door"]
         mark = "[green]serving[/]" if door["serving"] else "[red]not serving[/]"
         console.print(f"front door {door['url']}: {mark} ({door['detail']})")

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, Mapping
 
+from bundle.config import slurm as slurm_section
 from bundle.config.source import Source
 from bundle import topology as registry
 from bundle.topology import Service, Topology
@@ -291,6 +292,7 @@ class Deployment:
     bench: Bench
     kubernetes: Kubernetes
     monitoring: Monitoring
+    slurm: slurm_section.Slurm
 
     @property
     def model_path(self) -> str:
@@ -373,6 +375,7 @@ def build(source: Source, merged: dict) -> Deployment:
                                       base.get("ttft_ms")) if base else None),
         kubernetes=_kubernetes(merged),
         monitoring=Monitoring(**merged["monitoring"]),
+        slurm=slurm_section.build(merged),
     )
 
 

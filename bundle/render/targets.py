@@ -16,11 +16,9 @@ saying what problems() holds the output to. The registry names the
 modules, so render/ never imports the rules above it; `bundle render` imports them when asked.
 
 Adding a target = its module + one line in TARGETS; `--target` takes its choices from here and the
-test suite renders every topology (and one it registers itself) for every target listed. The slurm
-target plugs in as
-
-    "slurm": Target("slurm", "an sbatch script (enroot/pyxis), one step per role",
-                    module="bundle.render.slurm", rules="bundle.rules.slurm"),
+test suite renders every topology (and one it registers itself) for every target listed. A target
+that `bundle launch --target NAME` can bring up names its launch service (`launcher`): a module offering
+`launch(request: service.launch.LaunchRequest, dep=None)`.
 """
 
 from __future__ import annotations
@@ -39,7 +37,8 @@ class Target:
     module: str  # its render module: for_target(dep, rendered)
     rules: str | None = None  # its rules module: check(dep, topology), problems(output)
     writes_folder: bool = True  # needs `-o DIR`; compose writes its env file under runs/ instead
-    rehearsal: bool = False  # takes --rehearsal (an overlay of the compose files)
+    rehearsal: bool = False  # takes --rehearsal (its for_target then gets rehearsal=MODE)
+    launcher: str | None = None  # the service `bundle launch --target NAME` runs: launch(request, dep=)
 
     def renderer(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -47,15 +46,24 @@ class Target:
     def checker(self) -> ModuleType | None:
         return importlib.import_module(self.rules) if self.rules else None
 
+    def launch_service(self) -> ModuleType:
+        return importlib.import_module(self.launcher)
+
 
 TARGETS: dict[str, Target] = {
     "compose": Target("compose", "the env file, and the configuration exactly as docker compose resolves it",
-                      module="bundle.render.compose", writes_folder=False, rehearsal=True),
+                      module="bundle.render.compose", writes_folder=False, rehearsal=True,
+                      launcher="bundle.service.launch"),
     "k8s": Target("k8s", "LeaderWorkerSet + smg manifests, checked against the Kubernetes and LeaderWorkerSet "
                          "schemas (one file per object in -o DIR)",
                   module="bundle.render.k8s", rules="bundle.rules.k8s"),
+    "slurm": Target("slurm", "one sbatch script, a srun step per role (enroot/pyxis; with --rehearsal, the "
+                             "rehearsal cluster's native one), docs/slurm.md",
+                    module="bundle.render.slurm", rules="bundle.rules.slurm", rehearsal=True,
+                    launcher="bundle.service.slurm_launch"),
 }
 NAMES = tuple(TARGETS)
+LAUNCHABLE = tuple(name for name, t in TARGETS.items() if t.launcher)
 DEFAULT = "compose"
 
 

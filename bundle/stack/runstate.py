@@ -27,9 +27,15 @@ class LaunchRecord:
     run_dir: str  # this launch's own folder (logs, attestation)
     profiles: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # what render gave compose (no secrets)
+    target: str = "compose"  # or "slurm": a job on the rehearsal Slurm cluster (bundle/slurm/)
 
     def stack(self):
         from bundle.stack.docker import Stack
+
+        if self.target == "slurm":
+            from bundle.slurm.stack import SlurmRehearsalStack
+
+            return SlurmRehearsalStack(self.project)
 
         return Stack(self.project, [Path(f) for f in self.compose_files], Path(self.env_file),
                      profiles=list(self.profiles))
