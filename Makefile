@@ -6,11 +6,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 BUNDLE := $(BIN)/bundle
 TOPOLOGY ?= pd
-# engine: the pinned SGLang server on CPU with a small model made here; sim: the worker simulator (seconds)
-# `make rehearse` (pd by default) uses the simulator until the lock carries the `nixl` module SGLang's
-# NIXL backend imports: the CPU engine's first pd run stopped at decode's start without it
-# (tests/e2e/test_engine_e2e.py, docs/rehearsal.md). REHEARSAL=engine runs the real server (tp4 passes).
-REHEARSAL ?= sim
+# engine (default): the pinned SGLang server on CPU with a small model made here, behind the real smg;
+# sim: the worker simulator (seconds to start; DeepSeek-V4's server info, the knobs tune uses).
+REHEARSAL ?= engine
 STAMP := $(VENV)/.installed
 
 help: ## list the targets

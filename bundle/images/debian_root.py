@@ -8,13 +8,15 @@ import subprocess
 
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.paths import docker_dir
-from bundle.stack import engine
 
 DEBIAN_ROOT = "sglang-bundle/debian-root:bookworm"
 
 
 def ensure_debian_root() -> str:
     """The Debian root's tag, made first (debootstrap, about a minute) when this engine lacks it."""
+    # Imported here: reading a tag (bundle validate, render) must not load the Docker client.
+    from bundle.stack import engine
+
     if engine.image_exists(DEBIAN_ROOT):
         return DEBIAN_ROOT
     script = docker_dir() / "debian-root.sh"

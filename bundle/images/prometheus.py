@@ -14,7 +14,6 @@ from bundle.errors import BundleError
 from bundle.images.lock import load_lock
 from bundle.images.debian_root import DEBIAN_ROOT, ensure_debian_root
 from bundle.paths import docker_dir
-from bundle.stack import engine
 
 IMAGE_REPOSITORY = "sglang-bundle/prometheus"
 
@@ -36,6 +35,9 @@ def image_tag() -> str:
 
 def ensure_image() -> str:
     """Build the image unless one with the current inputs' tag exists; return its tag."""
+    # Imported here: reading a tag (bundle validate, render) must not load the Docker client.
+    from bundle.stack import engine
+
     tag = image_tag()
     if engine.image_exists(tag):
         return tag

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import yaml
 
-from bundle.monitoring import dashboards
 from bundle.monitoring.rules import Thresholds, rules_document
 from bundle.monitoring.scrape import scrape_config
 
@@ -19,6 +18,9 @@ PROMETHEUS_URL = "http://prometheus:9090"  # inside the compose network
 
 def monitoring_files(topology, monitoring, *, worker_port: int, rehearsal: bool, gpu_host: bool,
                      active: set[str] | None = None) -> dict[str, str]:
+    # Imported here: the dashboard library is the heavy part, and only a write needs it.
+    from bundle.monitoring import dashboards
+
     thresholds = Thresholds.of(monitoring, rehearsal=rehearsal)
     scrape = scrape_config(topology, worker_port=worker_port, gpu_host=gpu_host, active=active,
                            scrape_interval=rehearsal_interval(monitoring.scrape_interval, rehearsal))

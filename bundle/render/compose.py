@@ -10,6 +10,8 @@ back from the env file.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,9 +53,14 @@ class Rendered:
     role_env: dict[str, dict[str, str]] = field(default_factory=dict)  # service -> its extra environment
     source_name: str = "bundle.yaml"
     collectives: levers.Collectives | None = None  # the PCIe-safe collectives decision rendered in
-    # The monitoring profile's files (prometheus.yml, rules, Grafana's), relative to run_dir/monitoring/:
-    # written with the env file whether or not the profile is on, so COMPOSE_PROFILES=monitoring works.
-    monitoring_files: dict[str, str] = field(default_factory=dict)
+    # Makes the monitoring profile's files (prometheus.yml, rules, Grafana's), relative to
+    # run_dir/monitoring/: written with the env file whether or not the profile is on, so
+    # COMPOSE_PROFILES=monitoring works. Made only when written or read (not by `bundle validate`).
+    monitoring: Callable[[], dict[str, str]] | None = None
+
+    @property
+    def monitoring_files(self) -> dict[str, str]:
+        return self.monitoring() if self.monitoring is not None else {}
 
     @property
     def env_file(self) -> Path:
@@ -154,9 +161,10 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
                     commands={name: split_command(template, env) for name, template in services.items()},
                     templates=services, run_dir=run_dir, role_env=role_env, source_name=dep.source.name,
                     collectives=collectives,
-                    monitoring_files=monitoring_files(
-                        topology, dep.monitoring, worker_port=dep.network.worker_port, rehearsal=rehearsal,
-                        gpu_host=not rehearsal, active={s.name for s in topology.active_services(dep.replicas(topology))}))
+                    monitoring=functools.partial(
+                        monitoring_files, topology, dep.monitoring, worker_port=dep.network.worker_port,
+                        rehearsal=rehearsal, gpu_host=not rehearsal,
+                        active={s.name for s in topology.active_services(dep.replicas(topology))}))
 
 
 def for_target(dep: Deployment, rendered: Rendered) -> Rendered:
