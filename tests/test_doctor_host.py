@@ -174,3 +174,31 @@ def test_disk_fails_naming_the_filesystem_only_when_free_space_is_short(monkeypa
     short = checks_host.disk_space(ctx)
     assert short.status is Status.FAIL and short.summary.startswith("not enough disk:")
     assert "model checkpoint" in short.remediation
+
+
+def _engine_ctx(version: str):
+    from bundle.stack.engine import EngineInfo
+
+    class Ctx:
+        engine = EngineInfo(server_version=version, runtimes=("runc",), default_runtime="runc", root_dir="/x")
+    return Ctx()
+
+
+def test_the_docker_check_passes_a_current_engine_and_compose_and_fails_an_old_engine(monkeypatch):
+    from bundle.doctor import checks_docker
+    from bundle.stack import engine
+
+    monkeypatch.setattr(engine, "engine_versions", lambda: {"compose": "v2.40.3"})
+    good = checks_docker.docker_versions(_engine_ctx("28.2.2"))
+    assert good.status == Status.OK and good.details == {"engine": "28.2.2", "compose": "v2.40.3"}
+    old = checks_docker.docker_versions(_engine_ctx("19.03.1"))
+    assert old.status == Status.FAIL and "19.03.1 is older than" in old.summary
+
+
+def test_the_docker_check_fails_without_compose_and_names_the_plugin(monkeypatch):
+    from bundle.doctor import checks_docker
+    from bundle.stack import engine
+
+    monkeypatch.setattr(engine, "engine_versions", lambda: {"compose": ""})
+    result = checks_docker.docker_versions(_engine_ctx("28.2.2"))
+    assert result.status == Status.FAIL and "docker-compose-plugin" in result.remediation

@@ -33,15 +33,15 @@ def docker_versions(ctx: HostContext) -> CheckResult:
     from bundle.stack import engine
 
     try:
-        engine = ctx.engine
+        info = ctx.engine
     except BundleError as exc:
         return fail(exc.message, exc.hint or "install and start Docker Engine")
     compose = engine.engine_versions()["compose"]
-    details = {"engine": engine.server_version, "compose": compose or None}
-    engine_v = version_tuple(engine.server_version)
+    details = {"engine": info.server_version, "compose": compose or None}
+    engine_v = version_tuple(info.server_version)
     compose_v = version_tuple(compose)
     if engine_v is None or engine_v < MIN_ENGINE:
-        return fail(f"Docker Engine {engine.server_version or 'unknown'} is older than {_text(MIN_ENGINE)}",
+        return fail(f"Docker Engine {info.server_version or 'unknown'} is older than {_text(MIN_ENGINE)}",
                     "upgrade Docker Engine (https://docs.docker.com/engine/install/)", **details)
     if compose_v is None:
         return fail("the Docker Compose v2 plugin (`docker compose`) is not installed",
@@ -50,7 +50,7 @@ def docker_versions(ctx: HostContext) -> CheckResult:
     if compose_v < MIN_COMPOSE:
         return fail(f"Docker Compose {compose} is older than {_text(MIN_COMPOSE)} (compose/*.yaml need it)",
                     "upgrade docker-compose-plugin", **details)
-    return ok(f"Docker Engine {engine.server_version}, Compose {compose}", **details)
+    return ok(f"Docker Engine {info.server_version}, Compose {compose}", **details)
 
 
 def cdi_nvidia_specs() -> list[str]:

@@ -5,6 +5,7 @@ serves /metrics without the API key, and smg's exporter is a separate, unauthent
 
 from __future__ import annotations
 
+from bundle.durations import parse_duration
 from bundle.monitoring.rules import prom_duration
 
 # smg 1.13.0's --prometheus-port default; the router's compose command sets it explicitly.
@@ -17,6 +18,7 @@ def scrape_config(topology, *, worker_port: int, scrape_interval: str, gpu_host:
                   active: set[str] | None = None) -> dict:
     """prometheus.yml as data. `active`: the services `up` starts (dp's optional replicas)."""
     interval = prom_duration(scrape_interval)
+    half = _half(scrape_interval)
     jobs = []
     for service in topology.servers:
         if active is None or service.name in active:
@@ -26,11 +28,20 @@ def scrape_config(topology, *, worker_port: int, scrape_interval: str, gpu_host:
     if gpu_host:
         jobs.append(_job("dcgm", f"{DCGM_SERVICE}:{DCGM_PORT}", "gpu"))
     return {
-        # A scrape may take at most the interval; a paused server then counts as down after one.
-        "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
+        # A frozen server must read as down, and an alert on it fire, within its rule's `for:` plus two
+        # scrape intervals at worst: the next scrape (up to one interval away), a timeout of half an
+        # interval (SGLang and smg answer /metrics in milliseconds), then the next rule evaluation (half
+        # an interval away at most). With Prometheus' usual evaluation_interval = scrape_timeout =
+        # scrape_interval the worst case was `for:` plus three intervals.
+        "global": {"scrape_interval": interval, "evaluation_interval": half, "scrape_timeout": half},
         "rule_files": [RULES_PATH],
         "scrape_configs": jobs,
     }
+
+
+def _half(duration: str) -> str:
+    """Half of a bundle.yaml duration, as Prometheus spells it (milliseconds: 2s -> 1000ms)."""
+    return f"{round(parse_duration(duration, what='monitoring duration') * 500)}ms"
 
 
 def _job(name: str, target: str, role: str) -> dict:

@@ -4,7 +4,7 @@ nodes (prefill on one, decode on the other, the router in front on the first); s
 path across the hosts, a short bench runs; then node-2's container is SIGKILLed from the host during
 a bench (a crash, not `docker kill`), Slurm marks the node down, the driver reports decode as lost,
 every request of the bench is accounted for, and `bundle down` leaves no job and no container.
-The simulator stands in for the workers (the engine pd waits on the lock's NIXL module)."""
+The simulator stands in for the workers here: CI time (the engine pd on Slurm: docs/slurm.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pytest
 
 from bundle.cli import main
 from bundle.slurm import job as jobs
-from bundle.stack import docker, runstate
+from bundle.stack import docker, engine, runstate
 from tests.conftest import write_config
 from tests.sim_process import free_port
 
@@ -84,7 +84,7 @@ def test_pd_on_slurm_serves_is_benchmarked_survives_a_lost_node_report_and_leave
         time.sleep(0.3)
     # node-2's init (its slurmd, PID 1 of the container) SIGKILLed from the host: the node crashes.
     node2 = f"{project}-pd-node-2-1"
-    os.kill(docker.client().container.inspect(node2).state.pid, signal.SIGKILL)
+    os.kill(engine.client().container.inspect(node2).state.pid, signal.SIGKILL)
     killed = time.monotonic()
 
     runner.join(timeout=600)
