@@ -63,7 +63,7 @@ def decide_for_host(levers: Levers, groups: dict[str, tuple[int, ...]], *, image
     if levers.pcie_safe_collectives != "auto":
         return unprobed_collectives(levers)
     if rehearsal:
-        return unprobed_collectives(levers, "a rehearsal runs simulated workers: no GPU to probe")
+        return unprobed_collectives(levers, "a rehearsal runs on CPU (the engine or the simulator): no GPU to probe")
     if not any(len(g) >= 2 for g in groups.values()):
         return Collectives(False, "probe", "no server spans two GPUs: no all-reduce to make safe")
     try:

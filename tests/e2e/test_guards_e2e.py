@@ -51,7 +51,7 @@ def test_guards_on_a_running_rehearsal(tmp_path, runs_dir, capsys):
     try:
         assert main(["launch", "tp4", "--rehearsal", "sim", "-c", str(cfg), "--sim", "SIM_REPEAT_TOKEN=1"]) == 0
         out = capsys.readouterr().out
-        assert "collectives: PCIe-safe" in out and "a rehearsal runs simulated workers" in out
+        assert "collectives: PCIe-safe" in out and "a rehearsal runs on CPU" in out
         record = runstate.load(name)
         decision = _latest(name, "*-launch/collectives.json")
         assert decision["pcie_safe"] is True and decision["source"] == "fallback"
