@@ -223,3 +223,40 @@ def test_answers_are_compared_with_the_last_report_of_another_topology(simulator
     untouched = run(simulator, checks=CHECKS[:1])
     compare_answers(untouched, None)
     assert not any(s.name.startswith("same answers") for s in untouched.steps)
+
+
+class _ScriptedMetrics:
+    """Workers whose /metrics are given per reading (before, after): decode's KV record as SGLang 0.5.23
+    keeps it, the decode_transferred stage."""
+
+    roles = ("prefill", "decode")
+
+    def __init__(self, received_after: float):
+        self.readings = {"prefill": 0, "decode": 0}
+        self.received_after = received_after
+
+    def get(self, role, path, timeout=10):
+        from types import SimpleNamespace
+
+        n = self.readings[role]
+        self.readings[role] += 1
+        requests_seen = 4.0 * n
+        text = (f'sglang:num_requests_total{{is_streaming="false"}} {requests_seen}\n'
+                f'sglang:generation_tokens_total{{is_streaming="false"}} {8.0 * n}\n')
+        if role == "decode":
+            received = self.received_after if n else 0.0
+            text += ('sglang:per_stage_req_latency_seconds_count{stage="decode_prepare"} 99\n'
+                     f'sglang:per_stage_req_latency_seconds_count{{stage="decode_transferred"}} {received}\n')
+        return SimpleNamespace(status=200, text=text)
+
+    def log(self, role):
+        return ""
+
+
+@pytest.mark.parametrize("received, ok", [(4.0, True), (2.0, False)])
+def test_decode_must_have_received_a_kv_cache_for_every_request_it_served(simulator, received, ok):
+    report = run(simulator, topology="pd", workers=_ScriptedMetrics(received), checks=CHECKS[:1])
+    step = next(s for s in report.steps if s.name == "through prefill and decode")
+    assert step.ok is ok, step.detail
+    # Only the decode_transferred stage counts, not decode's other stages.
+    assert f"received the KV cache of {received:g} requests" in step.detail
