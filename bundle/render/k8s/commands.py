@@ -31,7 +31,7 @@ IB_TRANSFER_BACKENDS = ("mooncake",)  # the backends whose SGLang code reads --d
 def server_args(args: list[str], *, nodes: int, dist_init_port: int, ib_devices: tuple[str, ...] = (),
                 transfer_backend: str | None = None) -> list[str]:
     """A compose server's arguments (after `-m sglang.launch_server`) as a pod of `nodes` runs them."""
-    out = _with_value(list(args), "--base-gpu-id", "0")
+    out = with_value(list(args), "--base-gpu-id", "0")
     if nodes > 1:
         out += ["--nnodes", str(nodes), "--node-rank", f"$({LWS_WORKER_INDEX})",
                 "--dist-init-addr", f"$({LWS_LEADER_ADDRESS}):{dist_init_port}"]
@@ -61,7 +61,8 @@ def selector(labels: dict[str, str]) -> list[str]:
     return [f"{key}={value}" for key, value in labels.items()]
 
 
-def _with_value(args: list[str], flag: str, value: str) -> list[str]:
+def with_value(args: list[str], flag: str, value: str) -> list[str]:
+    """`args` with FLAG's value set to `value` (`--flag V` and `--flag=V` alike); the Slurm render uses it too."""
     for i, token in enumerate(args):
         if token == flag and i + 1 < len(args):
             args[i + 1] = value

@@ -10,7 +10,7 @@ worker port: it shares the first node with a server.
 
 from __future__ import annotations
 
-from bundle.render.k8s.commands import router_args as _replace_workers
+from bundle.render.k8s.commands import router_args as _replace_workers, with_value as _with_value
 
 MULTI_NODE_FLAGS = ("--nnodes", "--node-rank", "--dist-init-addr")
 # Appended by the step's shell on each node: the rank is the task's, known only there.
@@ -29,12 +29,3 @@ def server_args(args: list[str], *, nodes: int, dist_init_addr: str | None) -> l
 def router_args(args: list[str], workers: list[str], *, port: int) -> list[str]:
     """The compose router's arguments with its worker options replaced by `workers` and its port."""
     return _with_value(_replace_workers(args, workers), "--port", str(port))
-
-
-def _with_value(args: list[str], flag: str, value: str) -> list[str]:
-    for i, token in enumerate(args):
-        if token == flag and i + 1 < len(args):
-            args[i + 1] = value
-        elif token.startswith(flag + "="):
-            args[i] = f"{flag}={value}"
-    return args
