@@ -26,10 +26,13 @@ class Clock:
 class SoakStack:
     """run_tool for a soak: each round takes `round_s` of the clock and finishes `per_round`
     requests, whose latency grows by `growth_ms` per request (a server slowing down); `fail_in`
-    makes one request of that round fail."""
+    makes one request of that round fail; each round's bench_serving takes `startup_s` to send its
+    first request."""
 
-    def __init__(self, clock, *, round_s=20.0, per_round=10, growth_ms=0.0, fail_in=None, supply=None):
+    def __init__(self, clock, *, round_s=20.0, per_round=10, growth_ms=0.0, fail_in=None, supply=None,
+                 startup_s=0.0):
         self.clock, self.round_s, self.per_round, self.growth, self.fail_in = clock, round_s, per_round, growth_ms, fail_in
+        self.startup = startup_s
         self.supply = supply  # prompts the dataset holds (None: enough)
         self.calls, self.done = [], 0
 
@@ -40,10 +43,11 @@ class SoakStack:
             self.clock.now += 1.0
             return ToolRun(3, f"{bench_serving.DATASET_SHORT} supplied={self.supply} wanted={asked}", False)
         progress = Path(volumes[0][0]) / Path(env["BUNDLE_BENCH_PROGRESS"]).name
-        cut = timeout < self.round_s
-        count = int(self.per_round * min(timeout, self.round_s) / self.round_s)
-        start = self.clock.now
-        lines = [{"ok": True, "error": "", "t": start, "latency": 0.1, "ttft": 0.01, "output_len": 10}]  # warm-up
+        cut = timeout < self.startup + self.round_s
+        count = int(self.per_round * max(0.0, min(timeout - self.startup, self.round_s)) / self.round_s)
+        start = self.clock.now + self.startup
+        lines = [{"ok": True, "error": "", "t": start + 0.1, "latency": 0.1, "ttft": 0.01, "output_len": 10}  # warm-up
+                 ] if timeout > self.startup else []
         for i in range(count):
             latency = 1.0 + self.growth * self.done / 1000
             self.done += 1
@@ -52,7 +56,7 @@ class SoakStack:
                           "t": start + (i + 1) * self.round_s / (self.per_round + 1), "latency": latency,
                           "ttft": 0.1, "output_len": 91})
         progress.write_text("".join(json.dumps(x) + "\n" for x in lines))
-        self.clock.now += min(timeout, self.round_s)
+        self.clock.now += min(timeout, self.startup + self.round_s)
         if cut:
             return ToolRun(137, "killed", True)
         prompts = int(command[command.index("--num-prompts") + 1])
@@ -103,6 +107,20 @@ def test_errors_during_a_soak_fail_it_and_a_cut_last_round_does_not(tmp_path, ru
     assert record["rounds"][1]["status"] == "failed"  # bench_serving counted the failure too
     clean, _ = soak(tmp_path, SoakStack(Clock(), round_s=25.0), project="soak-clean")
     assert [r["status"] for r in clean["rounds"]] == ["ok", "ok", "cut"] and clean["ok"]
+
+
+def test_the_soak_counts_from_the_first_request_not_from_bench_servings_start(tmp_path, runs_dir):
+    # bench_serving takes longer to start (45 s: a loaded host importing torch) than the soak lasts.
+    stack = SoakStack(Clock(), round_s=20.0, startup_s=45.0)
+    record, _ = soak(tmp_path, stack, duration=40.0)
+    assert record["ok"], record["rounds"]
+    assert [r["status"] for r in record["rounds"]] == ["ok", "cut"]  # 20 s left after the first: cut
+    assert stack.calls[0]["timeout"] == 40.0 + bench.SOAK_START_ALLOWANCE_S
+    assert record["soak"]["completed"] == 10 and record["soak"]["start_up_s"] == pytest.approx(45.0)
+    assert "after bench_serving's 45 s start" in report.soak_table(record).title
+    # A bench_serving that sends nothing within the allowance fails the soak, as a timeout.
+    never, _ = soak(tmp_path, SoakStack(Clock(), startup_s=1000.0), duration=40.0, project="soak-never")
+    assert not never["ok"] and never["soak"]["completed"] == 0 and never["soak"]["start_up_s"] is None
 
 
 def _run(run_id, *, tput, tpot, ttft, image="sha256:1", lock="abc", input_len=256, topology="tp4"):

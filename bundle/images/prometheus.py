@@ -7,10 +7,9 @@ image, so no registry is needed.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 
-from bundle.errors import BundleError
+from bundle.images import derived
 from bundle.images.lock import load_lock
 from bundle.images.debian_root import DEBIAN_ROOT, ensure_debian_root
 from bundle.paths import docker_dir
@@ -28,42 +27,27 @@ def package_version() -> str:
 
 def image_tag() -> str:
     """sglang-bundle/prometheus:<hash of the Dockerfile, the package version and the base>."""
-    digest = hashlib.sha256(_dockerfile().read_bytes())
-    digest.update(package_version().encode() + b"\0" + DEBIAN_ROOT.encode())
-    return f"{IMAGE_REPOSITORY}:{digest.hexdigest()[:12]}"
+    return derived.inputs_tag(IMAGE_REPOSITORY, [_dockerfile()], package_version(), DEBIAN_ROOT)
 
 
-def ensure_image() -> str:
+def ensure_image(*, report=print) -> str:
     """Build the image unless one with the current inputs' tag exists; return its tag."""
-    # Imported here: reading a tag (bundle validate, render) must not load the Docker client.
     from bundle.stack import engine
 
     tag = image_tag()
     if engine.image_exists(tag):
         return tag
     ensure_debian_root()
-    print(f"monitoring: building {tag} (Debian's prometheus {package_version()}) ...", flush=True)
-    engine.build_image_engine_buildkit(context=docker_dir(), dockerfile=_dockerfile(), tags=[tag],
-                                       build_args={"BASE_IMAGE": DEBIAN_ROOT,
-                                                   "PROMETHEUS_VERSION": package_version()},
-                                       labels={"io.sglang-bundle.prometheus-inputs": tag.split(":")[1]})
+    derived.build_unless_present(derived.Build(
+        tag=tag, what="monitoring", dockerfile=_dockerfile(), context=docker_dir(),
+        build_args={"BASE_IMAGE": DEBIAN_ROOT, "PROMETHEUS_VERSION": package_version()}, label="prometheus"),
+        report=report, detail=f" (Debian's prometheus {package_version()})")
     return tag
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["image"]:
-        print(ensure_image())
-        return 0
-    if argv[:1] == ["tag"]:
-        print(image_tag())
-        return 0
-    print("usage: python -m bundle.images.prometheus image | tag", file=sys.stderr)
-    return 2
+    return derived.command_line("bundle.images.prometheus", argv, ensure=ensure_image, tag=image_tag)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except BundleError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+    sys.exit(main(sys.argv[1:]))

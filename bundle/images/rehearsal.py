@@ -12,12 +12,10 @@ What a rehearsal adds to the rendered env is bundle.render.rehearsal's.
 
 from __future__ import annotations
 
-import hashlib
 import sys
-import time
 from pathlib import Path
 
-from bundle.errors import BundleError
+from bundle.images import derived
 from bundle.paths import docker_dir, project_root
 from bundle.stack import engine
 
@@ -49,12 +47,7 @@ def image_inputs() -> list[Path]:
 
 def image_tag(parent: str | None = None) -> str:
     """sglang-bundle/rehearsal:<hash of the inputs and the parent's tag>: a changed input gives a new tag."""
-    root = project_root()
-    digest = hashlib.sha256()
-    for path in image_inputs():
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    digest.update((parent or parent_image()).encode())
-    return f"{IMAGE_REPOSITORY}:{digest.hexdigest()[:12]}"
+    return derived.inputs_tag(IMAGE_REPOSITORY, image_inputs(), parent or parent_image())
 
 
 def ensure_image(*, rebuild: bool = False, report=print) -> str:
@@ -65,16 +58,10 @@ def ensure_image(*, rebuild: bool = False, report=print) -> str:
         return tag
     if not engine.image_exists(parent):
         _build_parent(report)
-    args = {"context": project_root(), "dockerfile": dockerfile(), "tags": [tag, f"{IMAGE_REPOSITORY}:latest"],
-            "build_args": {"PARENT_IMAGE": parent, "VERSION": tag.split(":")[1]},
-            "labels": {"io.sglang-bundle.rehearsal-inputs": tag.split(":")[1]}}
-    report(f"rehearsal: building {tag} on {parent} ...")
-    start = time.monotonic()
-    if engine.buildx_available():
-        engine.build_image(**args, use_buildx=True)
-    else:
-        engine.build_image_engine_buildkit(**args)
-    report(f"rehearsal: built {tag} in {time.monotonic() - start:.0f} s")
+    derived.build_unless_present(derived.Build(
+        tag=tag, what="rehearsal", dockerfile=dockerfile(), context=project_root(),
+        build_args={"PARENT_IMAGE": parent, "VERSION": tag.split(":")[1]}, label="rehearsal",
+        also_tag=(f"{IMAGE_REPOSITORY}:latest",)), rebuild=rebuild, report=report, detail=f" on {parent}")
     return tag
 
 
@@ -93,19 +80,9 @@ def _build_parent(report) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["image"]:
-        print(ensure_image(rebuild="--rebuild" in argv, report=lambda s: print(s, file=sys.stderr)))
-        return 0
-    if argv[:1] == ["tag"]:
-        print(image_tag())
-        return 0
-    print("usage: python -m bundle.images.rehearsal image [--rebuild] | tag", file=sys.stderr)
-    return 2
+    return derived.command_line("bundle.images.rehearsal", argv, ensure=ensure_image, tag=image_tag,
+                                can_rebuild=True)
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except BundleError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+    sys.exit(main(sys.argv[1:]))

@@ -299,6 +299,10 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
 SOAK_WINDOW_S = 60.0  # latency drift: the first minute against the last
 MIN_ROUND_S = 5.0  # no new round is started with less time than this left
 SOAK_HEADROOM = 1.2  # rounds are sized for the time left at the last round's rate, plus this much
+# bench_serving's own start (it imports torch and the tokenizer) is not load, so the soak's time counts
+# from its first request. The first round may take this much longer than the soak to get going (a
+# loaded 2-core host took over 50 s; a GPU host about 10): more is a failure, named as a timeout.
+SOAK_START_ALLOWANCE_S = 300.0
 
 
 def next_round_prompts(lines: list[dict], *, left_s: float, at_least: int, cap: int | None) -> int:
@@ -311,6 +315,12 @@ def next_round_prompts(lines: list[dict], *, left_s: float, at_least: int, cap: 
         rate = (len(times) - 1) / (times[-1] - times[0])
         want = max(at_least, int(rate * left_s * SOAK_HEADROOM) + 1)
     return min(want, cap) if cap else want
+
+
+def first_sent(lines: list[dict]) -> float | None:
+    """When the earliest of the launcher's requests was sent (its end stamp less its latency), or None."""
+    sent = [o["t"] - (o.get("latency") or 0.0) for o in lines if isinstance(o.get("t"), (int, float))]
+    return min(sent) if sent else None
 
 
 def soak_summary(observed: list[dict], *, window_s: float = SOAK_WINDOW_S) -> dict:
@@ -358,8 +368,9 @@ def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehear
              api_key_file: str | None, redact: Callable[[str], str],
              on_round: Callable[[int, float], None] | None = None,
              stack_gone: Callable[[], str | None] = lambda: None, clock=time.time) -> tuple[dict, Path]:
-    """bench_serving at the plan's (single) concurrency, round after round, for `duration_s`; the last
-    round is cut at the deadline (its unsent prompts are not errors). Returns the soak's record (also
+    """bench_serving at the plan's (single) concurrency, round after round, for `duration_s` counted
+    from the first request sent; the last round is cut at the deadline (its unsent prompts are not
+    errors). Returns the soak's record (also
     appended to the history, with kind "soak") and its folder."""
     (level,) = plan_.levels
     run_dir = runstate.new_run_dir(project, "soak")
@@ -373,18 +384,20 @@ def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehear
         "rounds": [], "soak": None, "ok": False,
     }
     start = clock()  # wall-clock seconds: the launcher stamps each request with time.time()
+    traffic_from = None  # when the first request was sent: the soak's time counts from there
     observed: list[dict] = []
     stopped = None
     n = 0
     prompts, cap = level.num_prompts, None
-    while (left := duration_s - (clock() - start)) >= MIN_ROUND_S and stopped is None:
+    while (left := duration_s - (clock() - (traffic_from or start))) >= MIN_ROUND_S and stopped is None:
         n += 1
         if on_round:
             on_round(n, left)
         round_dir = run_dir / f"round-{n:03d}"
         round_dir.mkdir()
         this = Level(concurrency=level.concurrency, num_prompts=prompts, input_len=level.input_len,
-                     output_len=level.output_len, range_ratio=level.range_ratio, timeout_s=left)
+                     output_len=level.output_len, range_ratio=level.range_ratio,
+                     timeout_s=left if traffic_from else left + SOAK_START_ALLOWANCE_S)
         entry = run_level(stack, this, plan_, run_dir=round_dir, project=project, stamp=f"{stamp}r{n}",
                           api_key_file=api_key_file, redact=redact, stack_gone=stack_gone)
         log = round_dir / f"c{level.concurrency}.log"
@@ -393,6 +406,8 @@ def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehear
         lines = bench_serving.parse_lines(progress.read_text()) if progress.is_file() else []
         measured = lines[bench_serving.WARMUP_REQUESTS:]
         observed += measured
+        if traffic_from is None:
+            traffic_from = first_sent(lines)
         if short and short[0] >= level.num_prompts and cap != short[0]:
             # More prompts than the dataset supplies were asked for: ask for what it has, nothing was sent.
             cap = prompts = short[0]
@@ -408,6 +423,7 @@ def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehear
                                          at_least=level.num_prompts, cap=cap)
     record["soak"] = soak_summary(observed)
     record["soak"]["seconds"] = round(clock() - start, 1)
+    record["soak"]["start_up_s"] = round(traffic_from - start, 1) if traffic_from else None
     record["soak"]["stopped"] = stopped
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     record["ok"] = stopped is None and record["soak"]["failed"] == 0 and record["soak"]["completed"] > 0

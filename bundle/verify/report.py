@@ -277,7 +277,9 @@ def soak_table(record: dict) -> Table:
     simulated = {"engine": f" ({ENGINE_REHEARSAL})", "sim": " (REHEARSAL: simulated workers)"}.get(
         rehearsal_kind(record), "")
     title = (f"soak {record['topology']} at C={record['config']['concurrency'][0]} for {s['seconds']:.0f} s "
-             f"({len(record['rounds'])} rounds, {s.get('traffic_s', 0):.0f} s of traffic): {s['completed']} "
+             f"({len(record['rounds'])} rounds, {s.get('traffic_s', 0):.0f} s of traffic"
+             + (f" after bench_serving's {s['start_up_s']:.0f} s start" if s.get("start_up_s") else "")
+             + f"): {s['completed']} "
              f"completed, {s['failed']} failed: {verdict}{simulated}")
     table = Table(title=title, title_justify="left")
     for column in ("metric", f"first {s['window_s']:g} s", f"last {s['window_s']:g} s", "drift"):
