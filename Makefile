@@ -57,7 +57,7 @@ test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a fail
 	$(PYTEST_TIER) -m "not docker and not network and not slow and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(PYTEST_TIER) --cov-append -m "(docker or network or slow) and not gpu and not heavy and not unverified" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-test-heavy: $(STAMP) ## the tests too heavy for CI's budget (a second full image audit): run them deliberately
+test-heavy: $(STAMP) ## the tests CI's budget has no room for (a second full image audit, e2e faults, guards, monitoring, tune with dspark): run them deliberately
 	$(BIN)/python -m pytest -p no:cacheprovider -m "heavy and not gpu" $(PYTEST_ARGS)
 
 test-unverified: $(STAMP) ## the e2e tests that failed or never finished in the last cold CI run (each says why)
