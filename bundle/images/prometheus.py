@@ -41,7 +41,8 @@ def ensure_image(*, report=print) -> str:
     derived.build_unless_present(derived.Build(
         tag=tag, what="monitoring", dockerfile=_dockerfile(), context=docker_dir(),
         build_args={"BASE_IMAGE": DEBIAN_ROOT, "PROMETHEUS_VERSION": package_version()}, label="prometheus"),
-        report=report, detail=f" (Debian's prometheus {package_version()})")
+        rebuild=True, report=report,  # presence was checked above, before the Debian root
+        detail=f" (Debian's prometheus {package_version()})")
     return tag
 
 

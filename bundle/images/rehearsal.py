@@ -61,7 +61,8 @@ def ensure_image(*, rebuild: bool = False, report=print) -> str:
     derived.build_unless_present(derived.Build(
         tag=tag, what="rehearsal", dockerfile=dockerfile(), context=project_root(),
         build_args={"PARENT_IMAGE": parent, "VERSION": tag.split(":")[1]}, label="rehearsal",
-        also_tag=(f"{IMAGE_REPOSITORY}:latest",)), rebuild=rebuild, report=report, detail=f" on {parent}")
+        also_tag=(f"{IMAGE_REPOSITORY}:latest",)),
+        rebuild=True, report=report, detail=f" on {parent}")  # presence was checked above, before the parent
     return tag
 
 
