@@ -53,9 +53,20 @@ $(STAMP): $(DRIVER) requirements/dev.txt requirements/sglang-nodeps.txt docker/h
 # and reported after each. Pytest exits 5 when a tier selects nothing (a narrowing PYTEST_ARGS): that
 # is no failure. GPU tests never run here.
 PYTEST_TIER := $(BIN)/python -m pytest -p no:cacheprovider --durations=15 --cov=bundle --cov-report=term:skip-covered
-test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure), then the slow, Docker and network tier
+# The second tier runs its test modules on TEST_WORKERS processes (pytest-xdist; a module stays on one
+# worker, with its module fixtures). Most of its time is waiting (containers starting, health
+# intervals, restart back-offs, simulated token times): in the 2026-12-02 cold CI run the 2 cores sat
+# 50-70% idle during the simulator e2e tests. Each worker launches its own shared rehearsals.
+TEST_WORKERS ?= 2
+test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure), then the images the Docker tier stands on (progress shown, reused when present), then the slow, Docker and network tier
 	$(PYTEST_TIER) -m "not docker and not network and not slow and not gpu" $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	$(PYTEST_TIER) --cov-append -m "(docker or network or slow) and not gpu and not heavy and not unverified" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	@# Built here, not inside a test, so a cold engine's quarter of an hour shows its progress (and no
+	@# two workers build the same image). Without an engine the Docker tests skip (or fail under
+	@# BUNDLE_REQUIRE_DOCKER=1): nothing to build.
+	@if docker info >/dev/null 2>&1; then \
+	  $(BUNDLE) build --standin && $(BIN)/python -m bundle.images.rehearsal image >/dev/null; fi
+	$(PYTEST_TIER) --cov-append -n $(TEST_WORKERS) --dist loadfile \
+	  -m "(docker or network or slow) and not gpu and not heavy and not unverified" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-heavy: $(STAMP) ## the tests CI's budget has no room for (a second full image audit, e2e faults, guards, monitoring, tune with dspark): run them deliberately
 	$(BIN)/python -m pytest -p no:cacheprovider -m "heavy and not gpu" $(PYTEST_ARGS)

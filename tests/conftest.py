@@ -48,6 +48,7 @@ def pytest_itemcollected(item):
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: the first test left is the one that builds
 def pytest_collection_modifyitems(config, items):
+    _longest_modules_first(config, items)
     _skip_docker_tests_without_an_engine(config, items)
     _skip_network_tests_without_the_index(items)
     _time_for_the_builds(config, items)
@@ -87,16 +88,79 @@ def _skip_network_tests_without_the_index(items):
         item.add_marker(skip)
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` with two changes for modules that last minutes (tests/e2e/): the modules go in
+    collection order (longest first, `_longest_modules_first`), not xdist's default by number of tests;
+    and a worker gets its next module only when it is down to its last test, not with two still to
+    run: a worker that took the next module early would hold it behind a test of ten minutes while
+    the other worker sat idle. (The last test is held until the next module arrives: a worker runs a
+    test only once it knows the one after it.)"""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFirst(LoadFileScheduling):
+        def __init__(self, config, log=None):
+            super().__init__(config, log)
+            config.option.loadscopereorder = False
+
+        def _reschedule(self, node):
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) > 1:
+                return
+            self._assign_work_unit(node)
+
+    return LongestFirst(config, log)
+
+
+def _bound(config, item) -> float:
+    mark = item.get_closest_marker("timeout")
+    return float(mark.args[0] if mark and mark.args else config.getini("timeout") or 0)
+
+
+def _longest_modules_first(config, items):
+    """Under pytest-xdist's `--dist loadfile` a worker takes the next module in collection order when
+    it is free: a long module taken last leaves one worker busy and the other idle at the end. So the
+    modules go in descending order of their longest test's bound (a test's timeout is its author's
+    estimate of its length), each module's tests in their own order. Without xdist, order is untouched."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return
+    longest: dict = {}
+    for item in items:
+        longest[item.path] = max(longest.get(item.path, 0.0), _bound(config, item))
+    position = {path: i for i, path in enumerate(longest)}
+    items.sort(key=lambda item: (-longest[item.path], position[item.path]))  # stable: a module's order kept
+
+
 def _time_for_the_builds(config, items):
     """The first test (in run order) that asks for a building session fixture pays for the build: its
-    own bound (its timeout mark, or the default) is raised by the build's; later tests keep theirs."""
+    own bound (its timeout mark, or the default) is raised by the build's; later tests keep theirs.
+    Under pytest-xdist (`--dist loadfile`) each worker runs its own modules and any of them may be the
+    one that builds or waits for the other's build: there the first such test of each module gets it."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER") is not None
     for fixture, seconds in BUILD_TIMEOUTS_S.items():
-        first = next((item for item in items if fixture in getattr(item, "fixturenames", ())), None)
-        if first is None:
-            continue
-        mark = first.get_closest_marker("timeout")
-        own = float(mark.args[0] if mark and mark.args else config.getini("timeout") or 0)
-        first.add_marker(pytest.mark.timeout(seconds + own), append=False)
+        needing = [item for item in items if fixture in getattr(item, "fixturenames", ())]
+        firsts = list({item.path: item for item in reversed(needing)}.values()) if workers else needing[:1]
+        for first in firsts:
+            first.add_marker(pytest.mark.timeout(seconds + _bound(config, first)), append=False)
+
+
+@contextmanager
+def one_build_at_a_time(tmp_path_factory, name: str):
+    """Held while a session fixture builds an image: pytest-xdist's workers are separate processes,
+    each with its own session fixtures, and two of them building one tag at once would race on its
+    tags. The lock file lies in the folder all workers of a run share; the second worker then finds
+    the image built and reuses it."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    with FileLock(str(shared / f"{name}.build.lock")):
+        yield
 
 
 def _skip_docker_tests_without_an_engine(config, items):
@@ -125,7 +189,7 @@ def skip_unless_required(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def standin_chain() -> dict[str, str]:
+def standin_chain(tmp_path_factory) -> dict[str, str]:
     """The stand-in image chain of this checkout's lock, built once per session by the README's own
     command (`bundle build --standin`: every layer, framework included, on Debian bookworm + CPython
     3.12; each layer whose tag exists is reused, so a warm engine answers in seconds). Shared by the
@@ -134,8 +198,9 @@ def standin_chain() -> dict[str, str]:
     from bundle.images import build
     from bundle.images.lock import load_lock
 
-    proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin"], cwd=REPO,
-                          capture_output=True, text=True, timeout=3600, check=False)
+    with one_build_at_a_time(tmp_path_factory, "standin-chain"):
+        proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin"], cwd=REPO,
+                              capture_output=True, text=True, timeout=3600, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     plan = build.make_plan(load_lock(), standin=True)
     return {**{lp.name: lp.tag for lp in plan.layers}, "image": plan.layers[-1].extra_tags[0]}

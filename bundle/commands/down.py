@@ -34,11 +34,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     target = one_running(args, verb="take down")
     before = target.containers
-    target.stack().down(volumes=args.volumes, timeout=args.timeout)
+    volumes_removed = target.stack().down(volumes=args.volumes, timeout=args.timeout)
     left = docker.project_containers(target.project) + docker.project_networks(target.project)
+    if volumes_removed:
+        left += docker.project_volumes(target.project)
     if left:
         print(f"{target.project}: still present after down: {', '.join(left)}")
         return 1
-    kept = "" if args.volumes else " (cache volume kept)"
+    kept = "" if volumes_removed else " (cache volume kept)"
     print(f"{target.project}: removed {len(before)} containers and its network{kept}")
     return 0

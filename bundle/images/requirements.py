@@ -100,12 +100,15 @@ def _uv() -> str:
     return found
 
 
-def _compile(in_file: Path, out_file: Path, python_version: str, override: Path | None = None) -> None:
+def _compile(in_file: Path, out_file: Path, python_version: str, override: Path | None = None,
+             constraint: Path | None = None) -> None:
     cmd = [_uv(), "pip", "compile", str(in_file.name), "--generate-hashes", "--quiet",
            "--python-version", python_version, "--python-platform", PLATFORM,
            "--only-binary", ":all:", "--no-header", "--no-annotate", "-o", str(out_file)]
     if override is not None:
         cmd += ["--override", str(override)]
+    if constraint is not None:
+        cmd += ["--constraint", str(constraint)]
     proc = subprocess.run(cmd, cwd=in_file.parent, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BundleError(f"{in_file}: the pins do not resolve together:\n{proc.stderr.strip()}",
@@ -143,7 +146,15 @@ def compile_locks(lock: Lock, out_dir: Path | None = None, overrides: dict[str, 
                 (tmpdir / f"{layer}.full.txt").write_text(text)
         full = {}
         for layer in LAYERS:
-            _compile(tmpdir / f"{layer}.in", tmpdir / f"{layer}.full.txt", python_version, override)
+            constraint = None
+            if layer == "pd":
+                # The pd layer installs on top of the framework layer and cannot change what it holds:
+                # its resolution starts from the framework's versions, not from the index afresh (two
+                # fresh resolutions diverged on 2026-12-02: httpx 0.29.0 for pd, 0.28.1 for framework).
+                constraint = tmpdir / "framework.constraints.txt"
+                constraint.write_text("".join(block.splitlines()[0].split()[0] + "\n"
+                                              for block in _blocks(full["framework"]).values()))
+            _compile(tmpdir / f"{layer}.in", tmpdir / f"{layer}.full.txt", python_version, override, constraint)
             full[layer] = (tmpdir / f"{layer}.full.txt").read_text()
         framework_blocks = _blocks(full["framework"])
         for layer in LAYERS:

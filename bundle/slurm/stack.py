@@ -62,7 +62,9 @@ class SlurmRehearsalStack(docker.Stack):
                     chunks.append("".join(f"{role} | {path.name} | {line}\n" for line in lines))
         return "".join(chunks)
 
-    def down(self, *, volumes: bool = False, timeout: int | None = None) -> None:
+    def down(self, *, volumes: bool = False, timeout: int | None = None) -> bool:
+        """The job cancelled and the whole cluster removed, its volumes (the nodes' state) included:
+        a rehearsal cluster keeps no cache across launches. Returns True: the volumes went."""
         if self.record is not None:
             try:
                 self.record.client.scancel(self.record.job_id)
@@ -70,6 +72,7 @@ class SlurmRehearsalStack(docker.Stack):
                 pass  # the controller is gone already: removing the cluster ends the job with it
             jobs.forget(self.project)
         self.cluster.down()
+        return True
 
 
 def job_summary(project: str) -> dict | None:

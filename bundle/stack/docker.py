@@ -56,7 +56,9 @@ class Stack:
         self._call("up", self._docker.compose.up, services or None, detach=True, build=build,
                    remove_orphans=True, quiet=True)
 
-    def down(self, *, volumes: bool = False, timeout: int | None = None) -> None:
+    def down(self, *, volumes: bool = False, timeout: int | None = None) -> bool:
+        """Containers and network removed (one-off containers too); the volumes only with `volumes`.
+        Returns whether the volumes went too, so the caller says what was kept."""
         self._call("down", self._docker.compose.down, remove_orphans=True, volumes=volumes,
                    timeout=timeout, quiet=True)
         # `compose down` leaves one-off containers of a service whose profile is not active (the
@@ -73,6 +75,7 @@ class Stack:
                 self._docker.network.remove(network)
             except DockerException:
                 pass  # the caller lists what is still there
+        return volumes
 
     def states(self) -> list[ContainerState]:
         """Every container of the project, stopped ones too."""
@@ -211,6 +214,13 @@ def project_containers(project: str) -> list[str]:
         containers = engine.client().container.list(
             all=True, filters=[("label", f"com.docker.compose.project={project}")])
     return sorted(c.name for c in containers)
+
+
+def project_volumes(project: str) -> list[str]:
+    """Names of every volume of compose project `project`."""
+    with docker_errors("cannot list volumes"):
+        volumes = engine.client().volume.list(filters=[("label", f"com.docker.compose.project={project}")])
+    return sorted(v.name for v in volumes)
 
 
 def project_networks(project: str) -> list[str]:

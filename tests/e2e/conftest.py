@@ -25,6 +25,7 @@ from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
 from bundle.stack import runstate
+from tests.conftest import one_build_at_a_time
 from tests.rehearsal_stack import SERVED
 
 SHARED_KEY = "shared-rehearsal-key-" + "k9z" * 6
@@ -65,12 +66,13 @@ class SharedRehearsal:
 
 
 @pytest.fixture(scope="session")
-def rehearsal_image() -> str:
+def rehearsal_image(tmp_path_factory) -> str:
     """The simulator rehearsal image, built once when its inputs changed (minutes), else instant; the
     first test that asks for it gets the build's time (tests/conftest.py, BUILD_TIMEOUTS_S)."""
     from bundle.images import rehearsal as rehearsal_image
 
-    return rehearsal_image.ensure_image()
+    with one_build_at_a_time(tmp_path_factory, "standin-chain"):  # the chain's lock: it builds the chain's lower layers
+        return rehearsal_image.ensure_image()
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,8 @@ from tests.conftest import compose_project, write_config
 from tests.sim_process import free_port
 
 pytestmark = pytest.mark.docker
-LAUNCH = ["--rehearsal", "engine", "--timeout", "8m"]
+# 12 min: alone on 2 cores pd is ready in about 3.5 min, but `make test` runs another module beside it.
+LAUNCH = ["--rehearsal", "engine", "--timeout", "12m"]
 
 
 @pytest.fixture

@@ -109,6 +109,10 @@ def test_pd_on_slurm_serves_is_benchmarked_survives_a_lost_node_report_and_leave
 
     capsys.readouterr()
     assert main(["down", "-c", str(config)]) == 0
+    said = capsys.readouterr().out
+    # The cluster goes whole, volumes included: down must not claim to have kept a cache volume.
+    assert "removed" in said and "kept" not in said, said
+    assert docker.project_volumes(f"{project}-pd") == []
     assert docker.project_containers(f"{project}-pd") == [] and docker.project_networks(f"{project}-pd") == []
     print(f"launched in {launched:.0f} s; node-2 marked down {marked_down:.0f} s after the kill ({reason}); "
           f"{completed} completed, {level['failed_requests']} failed of {level['num_prompts']}")
