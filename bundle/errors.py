@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Exit codes (documented in README.md, "Exit codes").
+# Exit codes (the documentation site's exit-code reference is generated from EXIT_CODES).
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check, smoke test, benchmark or launch failed
 EXIT_USAGE = 2  # bad command line (argparse's own code)
@@ -10,6 +10,17 @@ EXIT_CONFIG = 3  # bad bundle.yaml, lock or other input file: nothing was starte
 EXIT_ENVIRONMENT = 4  # the host lacks something: Docker, compose, buildx, a free port, a GPU
 EXIT_TIMEOUT = 5  # a wait ran out of time (launch readiness, a benchmark level)
 EXIT_INTERRUPTED = 130  # SIGINT; SIGTERM gives 143 and SIGHUP 129 (128 + the signal's number)
+
+# Every exit code `bundle` returns and what it means, as the reference page lists them.
+EXIT_CODES: tuple[tuple[str, str], ...] = (
+    (str(EXIT_OK), "success"),
+    (str(EXIT_FAILED), "a check, smoke test, benchmark or launch failed"),
+    (str(EXIT_USAGE), "bad command line"),
+    (str(EXIT_CONFIG), "bad input file (bundle.yaml, lock): nothing was started"),
+    (str(EXIT_ENVIRONMENT), "the host lacks something (Docker, compose, buildx, a free port, the image, a GPU)"),
+    (str(EXIT_TIMEOUT), "a wait ran out of time (launch readiness, a benchmark level)"),
+    ("130 / 143 / 129", "interrupted by SIGINT / SIGTERM / SIGHUP (cleaned up as after Ctrl-C)"),
+)
 
 
 class BundleError(Exception):
@@ -54,3 +65,11 @@ class Interrupted(KeyboardInterrupt):
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+def did_you_mean(word: str, choices) -> str:
+    """"did you mean 'x'?" for the one choice closest to a mistyped `word` (difflib), else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f"did you mean {close[0]!r}?" if close else ""

@@ -42,24 +42,6 @@ SERVER_MODULE = "sglang.launch_server"
 ROUTER_MODULE = "smg.launch_router"  # smg (Shepherd Model Gateway); `smg launch` runs the same
 
 
-# The two rehearsals: the real SGLang server on CPU with a small model made here, or the worker
-# simulator (bundle/simulator: DeepSeek-V4's server info, SIM_* knobs, speed rules for `bundle tune`).
-REHEARSAL_ENGINE, REHEARSAL_SIM = "engine", "sim"
-REHEARSAL_MODES = (REHEARSAL_ENGINE, REHEARSAL_SIM)
-
-
-def rehearsal_mode(value: bool | str | None) -> str | None:
-    """None (no rehearsal), "engine" or "sim"; True (a launch record of an older driver) is the simulator."""
-    if not value:
-        return None
-    if value is True:
-        return REHEARSAL_SIM
-    if value not in REHEARSAL_MODES:
-        raise BundleError(f"unknown rehearsal {value!r}", exit_code=EXIT_USAGE,
-                          hint=f"use --rehearsal {' or --rehearsal '.join(REHEARSAL_MODES)}")
-    return value
-
-
 @dataclass(frozen=True)
 class Service:
     """One compose service of a topology."""
@@ -98,24 +80,11 @@ class Topology:
     def compose_file(self) -> Path:
         return compose_dir() / f"{self.name}.yaml"
 
-    @property
-    def rehearsal_overlay(self) -> Path:
-        """The simulator's overlay (`--rehearsal sim`)."""
-        return compose_dir() / f"rehearsal-{self.name}.yaml"
-
-    @property
-    def engine_rehearsal_overlay(self) -> Path:
-        """The CPU engine's overlay (`--rehearsal engine`): the real SGLang server on CPU."""
-        return compose_dir() / f"rehearsal-engine-{self.name}.yaml"
-
-    def compose_files(self, *, rehearsal: bool | str = False) -> list[Path]:
-        """The topology's file, then (rehearsal) its overlay: order matters, the overlay wins; then
-        the monitoring profile's services (off unless the `monitoring` profile is active)."""
-        mode = rehearsal_mode(rehearsal)
-        files = [self.compose_file]
-        if mode is not None:
-            files.append(self.engine_rehearsal_overlay if mode == REHEARSAL_ENGINE else self.rehearsal_overlay)
-        return files + [compose_dir() / "monitoring.yaml"]
+    def compose_files(self, *, overlay: Path | None = None) -> list[Path]:
+        """The topology's file, then an overlay (a rehearsal mode's, service/rehearsal.py): order
+        matters, the overlay wins; then the monitoring profile's services (off unless the `monitoring`
+        profile is active)."""
+        return [self.compose_file, *([overlay] if overlay else []), compose_dir() / "monitoring.yaml"]
 
     @property
     def servers(self) -> tuple[Service, ...]:

@@ -1,5 +1,5 @@
 # docker buildx bake -f docker/docker-bake.hcl [runtime]   (from the project root)
-# The same five layers as `bundle build` (the primary path, `make image`), for hosts with a current
+# The same six layers as `bundle build` (the primary path, `make image`), for hosts with a current
 # buildx/BuildKit: each layer's FROM is the layer below it through a `target:` context, so one bake
 # builds the chain. The defaults below are docker/lock.toml's pins; tests/test_dockerfiles.py fails
 # when they drift. Tags here are simple (<repo>:<layer>-bake); `bundle build` adds content keys,
@@ -7,20 +7,21 @@
 # built-in one of Docker Engine 20.10 (use `bundle build` there).
 
 variable "REPO" { default = "ghcr.io/sglang-bundle/sglang-sm120" }
-variable "BASE_IMAGE" { default = "nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04@sha256:e071e85c52ad91fc9ea24158ff5330876b2d1a5c4ac83ccc6066976835873c01" }
-variable "APT_SNAPSHOT" { default = "20261101T000000Z" }
+variable "BASE_IMAGE" { default = "sglang-bundle/standin-base:bookworm-py3.12" }
+variable "APT_SNAPSHOT" { default = "" }
 variable "PYTHON_VERSION" { default = "3.12" }
-variable "CUDA_VERSION" { default = "13.0.2" }
+variable "CUDA_VERSION" { default = "13.0" }
 variable "TORCH_CUDA_ARCH_LIST" { default = "12.0a" }
 variable "SGLANG_SOURCE" { default = "pypi" }
 variable "SGLANG_GIT_REPO" { default = "https://github.com/sgl-project/sglang.git" }
 variable "SGLANG_GIT_COMMIT" { default = "" }
 variable "OVERLAY_VERSION" { default = "0.0.0" }
+variable "KERNELS" { default = "norm=flashinfer.jit.norm:gen_norm_module" }
 variable "LOCK_HASH" { default = "unknown" }
 variable "REVISION" { default = "" }
 
 group "default" { targets = ["runtime"] }
-group "validate" { targets = ["base", "framework", "pd", "overlay", "runtime"] }
+group "validate" { targets = ["base", "framework", "pd", "kernels", "overlay", "runtime"] }
 
 target "_common" {
   context = "."
@@ -65,10 +66,20 @@ target "pd" {
   tags       = ["${REPO}:pd-bake"]
 }
 
+# KERNELS: `bundle build --dry-run` prints the list (bundle/images/kernels_jit.py); the default here is
+# CI's one small module.
+target "kernels" {
+  inherits   = ["_common"]
+  dockerfile = "docker/kernels.Dockerfile"
+  contexts   = { parent = "target:pd" }
+  args       = { PARENT_IMAGE = "parent", KERNELS = KERNELS }
+  tags       = ["${REPO}:kernels-bake"]
+}
+
 target "overlay" {
   inherits   = ["_common"]
   dockerfile = "docker/overlay.Dockerfile"
-  contexts   = { parent = "target:pd" }
+  contexts   = { parent = "target:kernels" }
   args       = { PARENT_IMAGE = "parent", OVERLAY_VERSION = OVERLAY_VERSION }
   tags       = ["${REPO}:overlay-bake"]
 }

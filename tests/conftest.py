@@ -1,15 +1,21 @@
-"""Shared fixtures. Docker tests skip without an engine unless BUNDLE_REQUIRE_DOCKER=1 (CI sets it),
-which turns those skips (and skip_unless_required's: compose or buildx missing) into failures: a CI run that silently skipped the real-engine tests would
-prove nothing."""
+"""Shared fixtures. Outside CI a test whose dependency is missing here (the Docker engine, the
+package index, a module of the dev install, a tool) skips, saying what is missing. Under CI (CI=true,
+which `.ci/run` sets, or the older switches BUNDLE_REQUIRE_DOCKER=1 / BUNDLE_REQUIRE_NETWORK=1) each
+of those skips is a failure naming what is missing: a CI run that skipped because the install is
+broken would be green and prove nothing. Tests never call pytest.skip/importorskip themselves: they
+call `missing`, `require_module` or `require_tool` below."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
 import pytest
 
@@ -31,6 +37,36 @@ def _compose_works() -> bool:
         return subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=20).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+def in_ci() -> bool:
+    """The one switch: CI=true (what `.ci/run` and most CI services set) or the older per-kind
+    switches, which `.ci/run` sets too."""
+    return (os.environ.get("CI", "").lower() in ("1", "true", "yes")
+            or os.environ.get("BUNDLE_REQUIRE_DOCKER") == "1")
+
+
+def missing(what: str) -> NoReturn:
+    """What this test needs is not here: skip, saying what; under CI fail instead, naming it."""
+    if in_ci():
+        pytest.fail(f"missing under CI: {what}", pytrace=False)
+    pytest.skip(f"{what} (under CI=true this fails)")
+
+
+def require_module(name: str, fix: str = "make install adds it") -> ModuleType:
+    """`pytest.importorskip` that fails under CI: a broken dev install is a red run, not a green skip."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        missing(f"the module {name} cannot be imported ({exc}); {fix}")
+
+
+def require_tool(name: str, fix: str) -> str:
+    """The path of a command-line tool this test runs; missing: skip, or fail under CI."""
+    path = shutil.which(name)
+    if path is None:
+        missing(f"the tool {name} is not on PATH; {fix}")
+    return path
 
 
 _ENGINE = None
@@ -61,29 +97,34 @@ def _package_index() -> str:
 
 
 def _index_answers(url: str) -> bool:
+    """Whether the index is reachable: any HTTP answer counts (a 405 to HEAD, a 403 from a proxy: the
+    network is there, and a test that then fails says why); only no answer at all (DNS, refused,
+    timed out) is unreachable."""
+    import urllib.error
     import urllib.request
 
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=10) as response:
-            return response.status < 400
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=10):
+            return True
+    except urllib.error.HTTPError:
+        return True
     except OSError:
         return False
 
 
 def _skip_network_tests_without_the_index(items):
     """`network` tests resolve against the live package index: skipped when it does not answer (offline,
-    a firewall), unless BUNDLE_REQUIRE_NETWORK=1, which fails them instead."""
+    a firewall), unless under CI (CI=true or BUNDLE_REQUIRE_NETWORK=1), which fails the run instead."""
     needs = [item for item in items if item.get_closest_marker("network")]
     if not needs:
         return
     url = _package_index()
     if _index_answers(url):
         return
-    if os.environ.get("BUNDLE_REQUIRE_NETWORK") == "1":
-        raise pytest.UsageError(f"BUNDLE_REQUIRE_NETWORK=1 but the package index {url} does not answer; "
+    if in_ci() or os.environ.get("BUNDLE_REQUIRE_NETWORK") == "1":
+        raise pytest.UsageError(f"missing under CI: the package index {url} does not answer; "
                                 f"{len(needs)} tests need it")
-    skip = pytest.mark.skip(reason=f"the package index {url} does not answer "
-                                   f"(set BUNDLE_REQUIRE_NETWORK=1 to fail instead)")
+    skip = pytest.mark.skip(reason=f"the package index {url} does not answer (under CI=true this fails)")
     for item in needs:
         item.add_marker(skip)
 
@@ -172,20 +213,11 @@ def _skip_docker_tests_without_an_engine(config, items):
         _ENGINE = _engine_answers()
     if _ENGINE:
         return
-    if os.environ.get("BUNDLE_REQUIRE_DOCKER") == "1":
-        raise pytest.UsageError(f"BUNDLE_REQUIRE_DOCKER=1 but no Docker engine answers; "
-                                f"{len(needs)} tests need one")
-    skip = pytest.mark.skip(reason="no Docker engine (set BUNDLE_REQUIRE_DOCKER=1 to fail instead)")
+    if in_ci():
+        raise pytest.UsageError(f"missing under CI: no Docker engine answers; {len(needs)} tests need one")
+    skip = pytest.mark.skip(reason="no Docker engine (under CI=true this fails)")
     for item in needs:
         item.add_marker(skip)
-
-
-def skip_unless_required(reason: str) -> None:
-    """Skip a test whose tool is missing here; under BUNDLE_REQUIRE_DOCKER=1 (CI) fail instead, since
-    a CI run that silently skipped it would prove nothing."""
-    if os.environ.get("BUNDLE_REQUIRE_DOCKER") == "1":
-        pytest.fail(f"BUNDLE_REQUIRE_DOCKER=1 but {reason}")
-    pytest.skip(f"{reason} (set BUNDLE_REQUIRE_DOCKER=1 to fail instead)")
 
 
 @pytest.fixture(scope="session")
@@ -196,7 +228,7 @@ def standin_chain(tmp_path_factory) -> dict[str, str]:
     audit, the Dockerfile tests and anything built FROM one of its layers. Returns each layer's tag by
     name, and "image": the runtime layer's `lock-<hash>` tag."""
     from bundle.images import build
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
 
     with one_build_at_a_time(tmp_path_factory, "standin-chain"):
         proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin"], cwd=REPO,
@@ -233,7 +265,7 @@ def write_config(tmp_path: Path, text: str, name: str = "bundle.yaml") -> Path:
 def render_for(dep, topology: str, **kwargs):
     """The one render a command makes, with the checkout's lock for the image and its hash."""
     from bundle import topology as registry
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
     from bundle.render.compose import render
 
     lock = load_lock()

@@ -25,16 +25,20 @@ class C:
     exit_code: int | None = 0
     logs: tuple[str, ...] = ()  # lines logged since the previous snapshot
     ports: dict = field(default_factory=dict)
+    config_hash: str = ""  # compose's config-hash label
+    image_id: str = "sha256:1"
 
 
 def _container(project: str, c: C):
     return SimpleNamespace(
+        id=f"{project}-{c.service}-1-id", image=c.image_id,
         name=f"{project}-{c.service}-1",
         state=SimpleNamespace(status=c.state, exit_code=c.exit_code,
                               health=None if c.health is None else SimpleNamespace(status=c.health)),
         network_settings=SimpleNamespace(ports=c.ports),
         config=SimpleNamespace(labels={"com.docker.compose.service": c.service,
-                                       "com.docker.compose.project": project}),
+                                       "com.docker.compose.project": project,
+                                       "com.docker.compose.config-hash": c.config_hash}),
         restart_count=c.restarts,
     )
 
@@ -53,6 +57,7 @@ class FakeEngine:
         self.up_error = up_error
         self.polls = 0
         self.calls: list[str] = []
+        self.ups: list[tuple] = []  # (services, dependencies, recreate) of each `compose up`
         self._log: dict[str, list[tuple[str, str]]] = {}
         self._clock = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -76,8 +81,9 @@ class FakeEngine:
         self.polls += 1
         return [_container(self.project, c) for c in snapshot]
 
-    def _up(self, *_args, **_kwargs):
+    def _up(self, services=None, **kwargs):
         self.calls.append("up")
+        self.ups.append((services, kwargs.get("dependencies", True), kwargs.get("recreate", True)))
         if self.up_error is not None:
             raise self.up_error
 

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-import promql_parser
+from docsgen.monitoring import metric_names
 
 SGLANG_METRIC_FILES = ("metrics_collector.py", "http_request_metrics.py")
 # Series Prometheus itself adds to every scrape target.
@@ -98,24 +98,8 @@ def smg_emits(name: str) -> bool:
 
 
 def selected_names(expr: str) -> set[str]:
-    """Every metric name a PromQL expression selects (Grafana's $__rate_interval read as 5m)."""
-    tree = promql_parser.parse(expr.replace("$__rate_interval", "5m"))
-    names: set[str] = set()
-
-    def walk(node):
-        if isinstance(node, promql_parser.VectorSelector):
-            if node.name:
-                names.add(node.name)
-            return
-        for attr in ("lhs", "rhs", "expr", "vector_selector", "param"):
-            child = getattr(node, attr, None)
-            if child is not None and not isinstance(child, (str, int, float)):
-                walk(child)
-        for child in getattr(node, "args", None) or ():
-            walk(child)
-
-    walk(tree)
-    return names
+    """Every metric name a PromQL expression selects: the documentation site's own reader."""
+    return set(metric_names(expr))
 
 
 def emitted(name: str) -> bool:

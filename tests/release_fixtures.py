@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import shutil
 import socket
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import missing
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BASE_IMAGE = "sglang-bundle/debian-root:bookworm"
 
@@ -30,10 +31,6 @@ def sh(*args: str, input: str | None = None, timeout: float = 300) -> str:
     return proc.stdout
 
 
-def missing(what: str) -> None:
-    if os.environ.get("BUNDLE_REQUIRE_DOCKER") == "1":
-        pytest.fail(f"{what} (BUNDLE_REQUIRE_DOCKER=1)")
-    pytest.skip(what)
 
 
 def ensure_base_image() -> str:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 from bundle.verify import attest
 from bundle.config.loader import load_config
 from bundle.stack.workers import Environ, Reply
-from tests.conftest import write_config
+from tests.conftest import require_module, write_config
 
 DATA = Path(__file__).parent / "data" / "server_info"
 SAMPLE_KEY = "sk-SAMPLE-KEY-must-never-be-printed"
@@ -222,7 +221,7 @@ def test_unreadable_server_info_fails_without_keeping_the_body(tmp_path):
 
 def test_the_fields_attestation_reads_exist_in_the_pinned_sglang():
     """Contract: a renamed ServerArgs field would silently read as None; fail here instead."""
-    pytest.importorskip("sglang.srt.server_args")
+    require_module("sglang.srt.server_args")
     from sglang.srt.server_args import ServerArgs, record_fields
 
     names = {f.name for f in record_fields(ServerArgs)}
@@ -235,7 +234,7 @@ def test_the_fields_attestation_reads_exist_in_the_pinned_sglang():
 
 
 def test_samples_match_what_the_pinned_sglang_builds_now():
-    pytest.importorskip("sglang.srt.server_args")
+    require_module("sglang.srt.server_args")
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("make_samples", DATA / "make_samples.py")
@@ -249,7 +248,7 @@ def test_attestation_reads_the_cuda_graph_record_the_pinned_sglang_serialises(tm
     """The samples' `cuda_graph_config` is written by make_samples.py; what must hold is that the record
     the pinned SGLang itself serialises (CudaGraphConfig through server_args._plain) has the samples'
     shape, and that attestation reads the backends out of it: here other ones than the samples'."""
-    pytest.importorskip("sglang.srt.server_args")
+    require_module("sglang.srt.server_args")
     from sglang.srt.model_executor.cuda_graph_config import CudaGraphConfig, PhaseConfig
     from sglang.srt.server_args import _plain
 

@@ -17,7 +17,7 @@ import pytest
 from bundle.images.audit import checks_packages, sm120
 from bundle.images.audit.context import AuditContext, LockedPackage, locked_packages
 from bundle.images.audit.core import Level
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 
 REPO = Path(__file__).resolve().parents[1]
 SITE = "/opt/venv/lib/python3.12/site-packages"
@@ -179,6 +179,11 @@ def test_moe_runner_auto_is_predicted_as_flashinfer_mxfp4_with_the_dsv4_attentio
 
 # ---- planted faults: each one fails the audit and is named ----
 
+# Enter a planted module in the kernels layer's manifest, as the layer would have.
+_MANIFEST = ("python -c \"import json; p = '/opt/bundle/kernels.json'; m = json.load(open(p)); "
+             "m['modules']['{name}'] = dict(path='{{site}}/flashinfer/data/aot/{name}/{name}.so', size=0, "
+             "generator='flashinfer.jit.{name}:gen_{name}_module'); json.dump(m, open(p, 'w'))\"")
+
 FAULTS = {
     # A stale copy of a package on sys.path ahead of the venv (the original deployment's shadowing).
     "second-copy": ("RUN mkdir /opt/stale && cp -a {site}/six.py {site}/six-1.17.0.dist-info /opt/stale/\n"
@@ -194,6 +199,22 @@ FAULTS = {
     "no-sm120": ("RUN cp {site}/sgl_kernel/flashmla_ops.abi3.so {site}/sgl_kernel/sm100/common_ops.abi3.so\n",
                  "levers", "moe_runner_backend=marlin needs sgl_kernel/sm100/common_ops.abi3.so, which has "
                            "no code for sm_120"),
+    # The kernels layer's one CI module (norm) gone from where FlashInfer's loader looks first.
+    "missing-module": ("RUN rm {site}/flashinfer/data/aot/norm/norm.so\n", "kernels",
+                       "norm: the kernels layer built it but its library is missing"),
+    # A module built for another arch: mhc's library replaced by one holding sm_80/86/90a cubins only
+    # (sglang-kernel's FlashAttention 3) and entered in the kernels layer's manifest.
+    "wrong-arch": ("RUN mkdir -p {site}/flashinfer/data/aot/mhc && cp {site}/sgl_kernel/flash_ops.abi3.so "
+                   "{site}/flashinfer/data/aot/mhc/mhc.so && " + _MANIFEST.format(name="mhc") + "\n",
+                   "kernels", "mhc: no sm_120a SASS (cubins sm_80, sm_86, sm_90a): built for another arch"),
+    # A module calling the driver API linked without libcuda (an empty link stub under --as-needed).
+    "no-libcuda": ("RUN mkdir -p {site}/flashinfer/data/aot/sampling && printf 'int cuInit(unsigned);\\n"
+                   "int f(void) {{ return cuInit(0); }}\\n' > /tmp/d.c && cc -shared -fPIC -o "
+                   "{site}/flashinfer/data/aot/sampling/sampling.so /tmp/d.c && "
+                   + _MANIFEST.format(name="sampling") + "\n",
+                   "kernels", "sampling: calls the driver API (cuInit, ...) without libcuda.so.1 in NEEDED"),
+    # A second CUDA compiler beside the lock's.
+    "second-nvcc": ("RUN cp /usr/local/cuda/bin/nvcc /usr/local/bin/nvcc\n", "toolchain", "2 CUDA compilers"),
 }
 
 
@@ -267,14 +288,14 @@ def test_verify_finds_a_package_installed_into_a_running_container(standin_image
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_the_closures_own_nvcc_compiles_an_sm120a_kernel_in_the_image_without_a_cuda_toolkit(standin_image):
-    """Why a devel base is not needed for the JIT compilers (docs/images.md, "Slimming"): the lock's
-    nvidia-cuda-nvcc, headers and the image's gcc build an sm_120a cubin with no GPU and no /usr/local/cuda."""
+def test_the_images_one_nvcc_compiles_an_sm120a_kernel_without_a_gpu(standin_image):
+    """Why no devel base is needed for the JIT compilers (docs/images.md): /usr/local/cuda, made of the
+    lock's [cuda] wheels, and the image's gcc build an sm_120a cubin with no GPU and no network."""
     from bundle.images.audit import tools
 
-    cu13 = f"{SITE}/nvidia/cu13"
-    script = (f"test ! -e /usr/local/cuda && cd /tmp && printf '__global__ void k(float*x){{x[threadIdx.x]*=2.f;}}\\n' > k.cu "
-              f"&& {cu13}/bin/nvcc -arch=sm_120a -cubin -o k.cubin k.cu && /opt/tools/cuobjdump --list-elf k.cubin")
+    script = ("test \"$(readlink -f /usr/local/cuda/bin/nvcc)\" = "
+              f"{SITE}/nvidia/cu13/bin/nvcc && cd /tmp && printf '__global__ void k(float*x){{x[threadIdx.x]*=2.f;}}\\n' > k.cu "
+              "&& nvcc -arch=sm_120a -cubin -o k.cubin k.cu && /opt/tools/cuobjdump --list-elf k.cubin")
     proc = subprocess.run(["docker", "run", "--rm", "--network", "none", "-v",
                            f"{tools.ensure() / 'py/nvidia/cu13/bin'}:/opt/tools:ro", "--entrypoint", "bash",
                            standin_image, "-c", script], capture_output=True, text=True, timeout=300, check=False)

@@ -12,7 +12,7 @@ import pytest
 from bundle import topology as registry
 from bundle.verify import bench
 from bundle.verify import bench_serving
-from bundle.verify import report
+from bundle.verify import runstore
 from bundle.config.loader import load_config
 from bundle.stack.docker import ToolRun
 from tests.conftest import write_config
@@ -129,7 +129,7 @@ def test_a_timed_out_level_keeps_the_measured_ones_and_skips_the_rest(tmp_path, 
     assert {c["service"] for c in stack.calls} == {"bench"}
     assert len({c["name"] for c in stack.calls}) == 2
     # One JSON line per run in the project's history, with provenance.
-    history = report.read_jsonl(runs_dir / "bench-unit" / report.BENCH_HISTORY)
+    history = runstore.read_jsonl(runs_dir / "bench-unit" / runstore.BENCH_HISTORY)
     assert len(history) == 1 and history[0]["run_id"] == record["run_id"]
     assert history[0]["lock_hash"] == "abc123" and history[0]["driver_version"] == "none (rehearsal)"
 

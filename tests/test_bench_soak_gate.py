@@ -11,7 +11,7 @@ import pytest
 from bundle import topology as registry
 from bundle.config.loader import load_config
 from bundle.stack.docker import ToolRun
-from bundle.verify import bench, bench_serving, report
+from bundle.verify import bench, bench_serving, runstore, tables
 from tests.test_bench import captured
 
 
@@ -84,9 +84,11 @@ def test_a_steady_soak_passes_and_is_stored_like_other_runs(tmp_path, runs_dir):
     assert s["completed"] == 30 and s["failed"] == 0 and 18 < s["window_s"] < 20
     assert s["drift"] == {"latency_pct": 0.0, "ttft_pct": 0.0, "tpot_pct": 0.0}
     assert s["first_window"]["mean_tpot_ms"] == pytest.approx(10.0)  # (1.0 - 0.1) / 90 s
-    history = report.read_jsonl(runs_dir / "soak-unit" / report.BENCH_HISTORY)
+    history = runstore.read_jsonl(runs_dir / "soak-unit" / runstore.BENCH_HISTORY)
     assert history[-1]["run_id"] == record["run_id"] and (run_dir / "soak.json").is_file()
-    assert report.previous_bench(history, topology="tp4") is None  # a soak is not a bench to compare with
+    like = {"kind": "bench", "run_id": "next", "topology": "tp4", "rehearsal": record["rehearsal"],
+            "config": {k: record["config"].get(k) for k in ("input_len", "output_len")}}
+    assert runstore.previous_bench(history, like) is None  # a soak is not a bench to compare with
 
 
 def test_latency_drift_from_the_first_minute_to_the_last_is_reported(tmp_path, runs_dir):
@@ -95,7 +97,7 @@ def test_latency_drift_from_the_first_minute_to_the_last_is_reported(tmp_path, r
     assert 55 < s["window_s"] <= 60.0 and record["ok"]
     assert s["drift"]["latency_pct"] > 50 and s["drift"]["tpot_pct"] > 50
     assert s["last_window"]["mean_latency_ms"] > s["first_window"]["mean_latency_ms"]
-    table = report.soak_table(record)
+    table = tables.soak_table(record)
     assert table.row_count == 4
 
 
@@ -117,7 +119,7 @@ def test_the_soak_counts_from_the_first_request_not_from_bench_servings_start(tm
     assert [r["status"] for r in record["rounds"]] == ["ok", "cut"]  # 20 s left after the first: cut
     assert stack.calls[0]["timeout"] == 40.0 + bench.SOAK_START_ALLOWANCE_S
     assert record["soak"]["completed"] == 10 and record["soak"]["start_up_s"] == pytest.approx(45.0)
-    assert "after bench_serving's 45 s start" in report.soak_table(record).title
+    assert "after bench_serving's 45 s start" in tables.soak_table(record).title
     # A bench_serving that sends nothing within the allowance fails the soak, as a timeout.
     never, _ = soak(tmp_path, SoakStack(Clock(), startup_s=1000.0), duration=40.0, project="soak-never")
     assert not never["ok"] and never["soak"]["completed"] == 0 and never["soak"]["start_up_s"] is None
@@ -157,7 +159,7 @@ def test_the_gate_defaults_to_the_last_run_of_the_same_config_and_image():
 
 def test_gate_lines_say_pass_or_fail_and_why():
     then = _run("a", tput=100.0, tpot=10.0, ttft=500.0)
-    lines = report.gate_lines(bench.gate(_run("b", tput=50.0, tpot=10.0, ttft=500.0), then, 5))
+    lines = tables.gate_lines(bench.gate(_run("b", tput=50.0, tpot=10.0, ttft=500.0), then, 5))
     assert lines[0] == "gate 5% against run a: FAIL" and "throughput" in lines[1]
 
 

@@ -11,7 +11,7 @@ import pytest
 from bundle.images import build
 from bundle.cli import main
 from bundle.errors import BundleError
-from bundle.images.lock import LOCK_HASH_LABEL, load_lock
+from bundle.lock import LOCK_HASH_LABEL, load_lock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -25,8 +25,8 @@ def project(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
-def _plan(root: Path, standin: bool = False) -> build.Plan:
-    return build.make_plan(load_lock(root / "docker" / "lock.toml"), standin=standin, root=root)
+def _plan(root: Path, standin: bool = False, kernels: list[str] | None = None) -> build.Plan:
+    return build.make_plan(load_lock(root / "docker" / "lock.toml"), standin=standin, root=root, kernels=kernels)
 
 
 def _keys(root: Path) -> dict[str, str]:
@@ -36,11 +36,13 @@ def _keys(root: Path) -> dict[str, str]:
 def test_layers_chain_in_order_and_take_their_versions_from_the_lock(project):
     plan = _plan(project)
     lock = plan.lock
-    assert [lp.name for lp in plan.layers] == ["base", "framework", "pd", "overlay", "runtime"]
+    assert [lp.name for lp in plan.layers] == ["base", "framework", "pd", "kernels", "overlay", "runtime"]
     for lower, upper in zip(plan.layers, plan.layers[1:]):
         assert upper.build_args["PARENT_IMAGE"] == lower.tag
     base = plan.layer("base").build_args
-    assert base["BASE_IMAGE"] == lock.pins["base_image"] and base["PYTHON_VERSION"] == "3.12"
+    # The project's own base, here and on a GPU host: no registry image.
+    assert base["BASE_IMAGE"] == build.STANDIN_BASE and base["PYTHON_VERSION"] == "3.12"
+    assert base["CUDA_VERSION"] == lock.data["cuda"]["line"] == "13.0"
     assert base["TORCH_CUDA_ARCH_LIST"] == lock.pins["cuda_arch_list"]
     runtime = plan.layer("runtime")
     assert runtime.extra_tags == [lock.image_ref]
@@ -71,7 +73,7 @@ def test_a_framework_lock_change_rebuilds_from_framework_up(project):
     req = project / "docker" / "requirements" / "framework.txt"
     req.write_text(req.read_text() + "\n")
     after = _keys(project)
-    assert [n for n in before if before[n] != after[n]] == ["framework", "pd", "overlay", "runtime"]
+    assert [n for n in before if before[n] != after[n]] == ["framework", "pd", "kernels", "overlay", "runtime"]
 
 
 def test_build_outputs_in_the_overlay_folder_are_not_inputs(project):
@@ -81,17 +83,41 @@ def test_build_outputs_in_the_overlay_folder_are_not_inputs(project):
     assert _keys(project) == before
 
 
-def test_a_standin_plan_builds_every_layer_on_python_3_12_and_never_uses_the_real_tags(project):
+def test_a_standin_plan_builds_the_same_layers_and_never_uses_the_real_tags(project):
     plan = _plan(project, standin=True)
-    assert [lp.name for lp in plan.layers] == ["base", "framework", "pd", "overlay", "runtime"]
+    real = _plan(project)
+    assert [lp.name for lp in plan.layers] == [lp.name for lp in real.layers]
     base = plan.layer("base").build_args
     assert base["BASE_IMAGE"] == build.STANDIN_BASE and base["APT_SNAPSHOT"] == ""
-    # The closure installs only on the lock's Python: the stand-in carries the same minor version.
+    # The closure installs only on the lock's Python: the Debian root carries the same minor version.
     assert base["PYTHON_VERSION"] == plan.lock.data["base"]["python"] == "3.12"
     assert all("-standin:" in tag for lp in plan.layers for tag in lp.tags)
-    real = _plan(project)
+    assert [lp.key for lp in plan.layers[:1]] == [lp.key for lp in real.layers[:1]]
     assert {k: v for k, v in plan.layer("framework").build_args.items() if k != "PARENT_IMAGE"} == \
         {k: v for k, v in real.layer("framework").build_args.items() if k != "PARENT_IMAGE"}
+    # A local build compiles one small module through the same path (CI's budget), unless told others.
+    assert plan.layer("kernels").build_args["KERNELS"] == "norm=flashinfer.jit.norm:gen_norm_module"
+    sampling = _plan(project, standin=True, kernels=["sampling"]).layer("kernels").build_args["KERNELS"]
+    assert sampling == "sampling=flashinfer.jit.sampling:gen_sampling_module"
+    assert sampling in real.layer("kernels").build_args["KERNELS"].split()
+
+
+def test_the_kernels_layer_compiles_every_module_the_choices_need_unless_narrowed(project):
+    """By default every module of kernels_jit's table (FlashInfer's generators by name); --kernels
+    narrows it to CI's one small module, which changes the kernels layer's key and those above only."""
+    full = _plan(project)
+    words = full.layer("kernels").build_args["KERNELS"].split()
+    names = [w.split("=")[0] for w in words]
+    assert {"sparse_mla_sm120", "fused_moe_120", "mxfp8_quantization_sm100", "sampling"} <= set(names)
+    assert "norm" not in names
+    assert "sparse_mla_sm120=flashinfer.jit.mla:gen_sparse_mla_sm120_module" in words
+    narrow = _plan(project, kernels=["norm"])
+    assert narrow.layer("kernels").build_args["KERNELS"] == "norm=flashinfer.jit.norm:gen_norm_module"
+    changed = [lp.name for lp, other in zip(full.layers, narrow.layers) if lp.key != other.key]
+    assert changed == ["kernels", "overlay", "runtime"]
+    with pytest.raises(BundleError) as err:
+        _plan(project, kernels=["nrom"])
+    assert "unknown kernel module(s): nrom" in err.value.message and "norm" in err.value.hint
 
 
 def test_an_unknown_layer_is_one_error_with_a_suggestion(project):
@@ -109,7 +135,7 @@ def test_dry_run_lists_every_layer_tag_and_pin(project, capsys):
     for pin in ("torch 2.14.1", "sglang 0.5.23", "sglang-kernel 0.4.10", "flashinfer-python 0.7.2",
                 "tilelang 0.1.12", "nixl-cu13 1.5.1", "smg 1.13.0"):
         assert pin in out
-    assert f"--build-arg BASE_IMAGE={plan.lock.pins['base_image']}" in out
+    assert f"--build-arg BASE_IMAGE={build.STANDIN_BASE}" in out
     assert plan.lock.image_ref in out
 
 

@@ -14,7 +14,7 @@ import pytest
 from bundle.config import levers
 from bundle.config.loader import load_config
 from bundle.rules import argspec, backends
-from tests.conftest import render_for
+from tests.conftest import missing, render_for, require_module
 
 pytestmark = [pytest.mark.contract, pytest.mark.usefixtures("runs_dir")]
 
@@ -24,13 +24,13 @@ SCHEMA = Path(__file__).resolve().parents[1] / "bundle" / "config" / "bundle.sch
 def _sglang_file(relative: str) -> Path:
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("sglang is not installed (make install)")
+        missing("sglang is not installed (make install adds it)")
     return Path(list(spec.submodule_search_locations)[0]) / relative
 
 
 @pytest.fixture(scope="module")
 def server_args_cls():
-    module = pytest.importorskip("sglang.srt.server_args", reason="sglang is not installed (make install)")
+    module = require_module("sglang.srt.server_args")
     return module.ServerArgs
 
 
@@ -58,7 +58,7 @@ def test_default_command_line_leaves_every_choice_to_sglang(server_args_cls):
 
 
 def test_sparse_mla_default_is_sglangs_environment_default():
-    environ = pytest.importorskip("sglang.srt.environ", reason="sglang is not installed")
+    environ = require_module("sglang.srt.environ")
     assert load_config(None).levers.sparse_mla == environ.envs.SGLANG_SM120_FLASHMLA_BACKEND.get() == "flashinfer"
 
 
@@ -88,7 +88,7 @@ def test_deepseek_v4_override_resolves_auto_to_flashinfer_mxfp4_on_sm120():
 
 
 def test_mtp_presets_are_what_sglang_chooses_for_deepseek(server_args_cls):
-    hook = pytest.importorskip("sglang.srt.arg_groups.speculative_hook")
+    hook = require_module("sglang.srt.arg_groups.speculative_hook")
     sa = server_args_cls.from_cli_args(_parsed(server_args_cls, ["--speculative-algorithm", "EAGLE"]))
     steps, topk, draft = hook._auto_choose_speculative_params(sa, "DeepseekV4ForCausalLM")
     ns = _parsed(server_args_cls, levers.MTP_ARGS)

@@ -17,7 +17,7 @@ import pytest
 from bundle.config.loader import load_config
 from bundle.rules import argspec, checkpoint
 from bundle.simulator import resolve
-from tests.conftest import render_for, write_config
+from tests.conftest import missing, render_for, require_module, write_config
 
 pytestmark = [pytest.mark.contract, pytest.mark.usefixtures("runs_dir")]
 
@@ -31,7 +31,7 @@ SPEC_FIELDS = "srt/arg_groups/fields/spec.py"
 def _source(relative: str) -> str:
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("sglang is not installed (make install)")
+        missing("sglang is not installed (make install adds it)")
     return (Path(list(spec.submodule_search_locations)[0]) / relative).read_text()
 
 
@@ -123,7 +123,7 @@ def test_the_pd_and_dp_attention_refusals_stand_on_the_pinned_sources_own_limits
 
 @pytest.fixture(scope="module")
 def real_parser():
-    module = pytest.importorskip("sglang.srt.server_args", reason="sglang is not installed (make install)")
+    module = require_module("sglang.srt.server_args")
     parser = argparse.ArgumentParser()
     module.ServerArgs.add_cli_args(parser)
     return parser

@@ -13,11 +13,11 @@ import pytest
 
 from bundle.rules import argspec
 from bundle.config.loader import load_config
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 from bundle.render.compose import program_args
 from bundle.stack.docker import stack_of
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE
-from tests.conftest import render_for, write_config
+from tests.conftest import render_for, require_module, write_config
 from tests.test_render import NON_DEFAULT
 
 pytestmark = [pytest.mark.contract, pytest.mark.usefixtures("runs_dir")]
@@ -25,13 +25,13 @@ pytestmark = [pytest.mark.contract, pytest.mark.usefixtures("runs_dir")]
 
 @pytest.fixture(scope="module")
 def server_parser():
-    pytest.importorskip("sglang.srt.server_args", reason="sglang is not installed (make install)")
+    require_module("sglang.srt.server_args")
     return argspec.real_parser("sglang-server")
 
 
 @pytest.fixture(scope="module")
 def router_parser():
-    pytest.importorskip("smg.router_args", reason="smg is not installed (make install)")
+    require_module("smg.router_args")
     return argspec.real_parser("smg")
 
 
@@ -133,3 +133,28 @@ def test_snapshot_parser_accepts_what_the_real_one_accepts(server_parser):
               "--cuda-graph-bs-decode", "1", "2", "4", "--disable-radix-cache"]
     assert isinstance(server_parser.parse_args(tokens), argparse.Namespace)
     assert argspec.check_arguments("sglang-server", tokens) is None
+
+
+@pytest.mark.parametrize("budget, attempts", [(600, 2), (12, 2), (30, 3), (7, 1)])
+def test_router_attempts_and_backoffs_fit_the_request_budget(tmp_path, budget, attempts, router_parser,
+                                                            compose_available):
+    """What smg itself parses off the rendered pd router's command line (not the render's own
+    constants): every attempt run to its timeout plus every backoff at its largest jitter (smg's
+    backoff: initial x multiplier^k, capped, times 1 + jitter) fits the budget, and one second more
+    per attempt would not (the budget is used, not wasted)."""
+    config = write_config(tmp_path, f"pd:\n  router:\n    request_timeout_secs: {budget}\n"
+                                    f"    retry_max_retries: {attempts}\n")
+    dep = load_config(config)
+    rendered = render_for(dep, "pd")
+    if compose_available:
+        rendered.write()
+        argv = stack_of(rendered).config()["services"]["router"]["command"]
+    else:
+        argv = rendered.commands["router"]
+    ns = router_parser.parse_args(program_args(argv, ROUTER_MODULE))
+    assert ns.retry_max_retries == attempts and ns.request_timeout_secs >= 1
+    backoffs_ms = sum(min(ns.retry_initial_backoff_ms * ns.retry_backoff_multiplier ** k, ns.retry_max_backoff_ms)
+                      for k in range(attempts - 1)) * (1 + ns.retry_jitter_factor)
+    worst = attempts * ns.request_timeout_secs + backoffs_ms / 1000
+    assert worst <= budget, (ns.request_timeout_secs, backoffs_ms)
+    assert worst + attempts > budget, f"{ns.request_timeout_secs} s per attempt leaves a second per attempt unused"

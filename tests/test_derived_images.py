@@ -8,28 +8,29 @@ from __future__ import annotations
 import pytest
 
 from bundle.errors import BundleError
-from bundle.images import derived, prometheus, rehearsal
+from bundle import image_tags
+from bundle.images import derived, rehearsal
 from bundle.slurm import image as slurm_image
 from bundle.stack import engine
 
 
 def test_the_tag_follows_every_input_and_the_parent(tmp_path, monkeypatch):
-    monkeypatch.setattr(derived, "project_root", lambda: tmp_path)
+    monkeypatch.setattr(image_tags, "project_root", lambda: tmp_path)
     a, b = tmp_path / "A.Dockerfile", tmp_path / "entry.sh"
     a.write_text("FROM x\n")
     b.write_text("#!/bin/sh\n")
-    first = derived.inputs_tag("repo/x", [a, b], "parent:1")
+    first = image_tags.inputs_tag("repo/x", [a, b], "parent:1")
     assert first.startswith("repo/x:") and len(first.split(":")[1]) == 12
-    assert derived.inputs_tag("repo/x", [a, b], "parent:1") == first
-    assert derived.inputs_tag("repo/x", [a, b], "parent:2") != first
+    assert image_tags.inputs_tag("repo/x", [a, b], "parent:1") == first
+    assert image_tags.inputs_tag("repo/x", [a, b], "parent:2") != first
     b.write_text("#!/bin/sh\nexit 1\n")
-    assert derived.inputs_tag("repo/x", [a, b], "parent:1") != first
+    assert image_tags.inputs_tag("repo/x", [a, b], "parent:1") != first
 
 
 def test_the_three_images_name_their_own_repository():
     assert rehearsal.image_tag("p:1").startswith("sglang-bundle/rehearsal:")
     assert slurm_image.image_tag("p:1").startswith("sglang-bundle/slurm-node:")
-    assert prometheus.image_tag().startswith("sglang-bundle/prometheus:")
+    assert image_tags.prometheus_tag().startswith("sglang-bundle/prometheus:")
     # The node image is rebuilt when the rehearsal image under it changes.
     assert slurm_image.image_tag("p:1") != slurm_image.image_tag("p:2")
 

@@ -14,7 +14,7 @@ from bundle.config.levers import Collectives
 from bundle.config.loader import load_config
 from bundle.doctor import checks_nccl, collectives, nccl_check, nvidia_smi
 from bundle.doctor.core import Status
-from tests.conftest import write_config
+from tests.conftest import require_module, write_config
 
 DATA = Path(__file__).parent / "data" / "nccl"
 SMI = Path(__file__).parent / "data" / "nvidia_smi"
@@ -161,7 +161,7 @@ def _probe(*args, timeout=120):
 
 def test_the_probe_reports_failing_workers_as_data():
     """Run for real: without CUDA every worker fails; the parent still prints its result line."""
-    pytest.importorskip("torch")
+    require_module("torch")
     code, output = _probe("--gpus", "0,1", "--timeout", "90")
     run = nccl_check.interpret(output, gpus=(0, 1), p2p="on", where="host")
     if run.ok:
@@ -172,7 +172,7 @@ def test_the_probe_reports_failing_workers_as_data():
 def test_the_hang_bound_kills_every_worker():
     """Workers that outlive the bound (here: still importing torch after 0.3 s) are killed, and the
     run is a hang."""
-    pytest.importorskip("torch")
+    require_module("torch")
     code, output = _probe("--gpus", "0,1", "--timeout", "0.3")
     run = nccl_check.interpret(output, gpus=(0, 1), p2p="on", where="host")
     assert code == 0 and run.hung and not run.ok and "within 0.3 s" in run.error

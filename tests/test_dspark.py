@@ -19,13 +19,14 @@ from bundle.doctor import checks_model
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import Status
 from bundle.images import model
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 from bundle.render.rehearsal import simulated_model_dir
 from bundle.rules import argspec, checkpoint
 from bundle.simulator.resolve import DSparkRefused, resolve_like_sglang
 from bundle.tune import plan as planner
 from bundle.tune.space import load_space
-from bundle.verify import attest, report
+from bundle.verify import attest, tables
+from bundle.service import rehearsal as modes
 from tests.conftest import REPO, checked, render_for, write_config
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
@@ -211,7 +212,7 @@ def test_attestation_reads_back_the_algorithm_and_the_block_size_the_server_reso
 def _plan(tmp_path, topology: str, model_folder: Path):
     user = parse_yaml("project: p\n", str(tmp_path / "bundle.yaml"))
     space = load_space(write_config(tmp_path, "levers: {speculative: [none, mtp, dspark]}\n", name="space.yaml"))
-    return planner.make_plan(space, user, topology=topology, rehearsal=True, sim={},
+    return planner.make_plan(space, user, topology=topology, rehearsal=modes.get("sim"), sim={},
                              extra_env={"MODEL_HOST_PATH": str(model_folder)}, budget_s=None, lock_hash="abc")
 
 
@@ -241,6 +242,6 @@ def test_the_bench_table_shows_the_acceptance_length_sglang_reported_beside_thro
     from rich.console import Console
 
     console = Console(width=300, record=True)
-    console.print(report.bench_table(record))
+    console.print(tables.bench_table(record))
     text = console.export_text()
     assert "accept len" in text and "3.42" in text and "210.5" in text

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 from bundle.images.sgl_kernel_standin import imported_names, missing_names
 from bundle.paths import docker_dir
+from tests.conftest import missing, require_tool
 
 PATCH = docker_dir() / "engine" / "nixl-dram.patch"
 
@@ -24,7 +24,7 @@ PATCH = docker_dir() / "engine" / "nixl-dram.patch"
 def sglang_dir() -> Path:
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("SGLang's Python files are not installed in this venv (make install adds them --no-deps)")
+        missing("SGLang's Python files are not installed in this venv (make install adds them --no-deps)")
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -35,9 +35,7 @@ def test_the_patch_was_made_for_the_pinned_sglang(sglang_dir):
 
 
 def test_the_nixl_patch_applies_exactly_to_the_pinned_sglang(sglang_dir, tmp_path):
-    if shutil.which("patch") is None:
-        pytest.skip("GNU patch is not installed")
-    result = subprocess.run(["patch", "--dry-run", "-p1", "--fuzz=0", "--forward", "-d", str(sglang_dir.parent)],
+    result = subprocess.run([require_tool("patch", "docker/host-packages.sh installs GNU patch"), "--dry-run", "-p1", "--fuzz=0", "--forward", "-d", str(sglang_dir.parent)],
                             stdin=PATCH.open("rb"), capture_output=True, text=True)
     report = result.stdout + result.stderr
     assert result.returncode == 0, report

@@ -11,7 +11,7 @@ import pytest
 
 from bundle.errors import ConfigError
 from bundle.images import model
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 
 REPO = Path(__file__).resolve().parents[1]
 REVISION = "0123456789abcdef0123456789abcdef01234567"

@@ -14,6 +14,7 @@ from bundle.config.loader import load_config
 from bundle.monitoring import dashboards
 from bundle.paths import compose_dir
 from bundle.render.compose import ROUTER_PORT
+from bundle.service import rehearsal as modes
 from tests.conftest import render_for, write_config
 
 SECRET = "sk-monitoring-test-secret-4f1c"
@@ -29,7 +30,7 @@ def _mounts(service: dict) -> dict[str, str]:
             if isinstance(v, dict) and "MONITORING_DIR" in v["source"]}
 
 
-def _files(runs_dir, tmp_path, *, rehearsal=False):
+def _files(runs_dir, tmp_path, *, rehearsal=None):
     key = tmp_path / "api-key"
     key.write_text(SECRET + "\n")
     dep = load_config(write_config(tmp_path, f"api_key_file: {key}\n"))
@@ -76,7 +77,7 @@ def test_prometheus_scrapes_every_server_and_the_router_on_the_network(runs_dir,
 
 
 def test_no_api_key_reaches_a_monitoring_file(runs_dir, tmp_path):
-    for rehearsal in (False, True):
+    for rehearsal in (None, modes.get("sim")):
         _, folder = _files(runs_dir, tmp_path, rehearsal=rehearsal)
         for path in folder.rglob("*"):
             if path.is_file():

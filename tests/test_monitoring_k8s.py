@@ -28,9 +28,11 @@ def _matches(selector: dict, labels: dict) -> bool:
     return all(labels.get(e["key"]) in e["values"] for e in selector.get("matchExpressions", []))
 
 
-@pytest.fixture(scope="module")
-def pd():
-    dep = load_config(None)
+@pytest.fixture(scope="module", params=["DisaggregatedSet", "LeaderWorkerSets"])
+def pd(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp("cfg") / "bundle.yaml"
+    path.write_text(f"kubernetes: {{pd: {{form: {request.param}}}}}\n")
+    dep = load_config(path)
     return k8s.render(dep, render_for(dep, "pd"))
 
 
@@ -38,19 +40,40 @@ def _kind(rendered, kind):
     return [o for o in rendered.objects if o["kind"] == kind]
 
 
+def _groups(rendered):
+    """(leaderWorkerTemplate, labels the controller adds to its pods) of every LWS group: the
+    LeaderWorkerSets, or the DisaggregatedSet's roles (GenerateLabels, LWS v0.10.0
+    pkg/utils/disaggregatedset/utils.go, one revision in slice 0)."""
+    for lws in _kind(rendered, "LeaderWorkerSet"):
+        yield lws["spec"]["leaderWorkerTemplate"], {}
+    for ds in _kind(rendered, "DisaggregatedSet"):
+        name = ds["metadata"]["name"]
+        for role in ds["spec"]["roles"]:
+            yield role["spec"]["leaderWorkerTemplate"], {
+                "app": f"{name}-0-{role['name']}", "disaggregatedset.x-k8s.io/name": name,
+                "disaggregatedset.x-k8s.io/role": role["name"], "disaggregatedset.x-k8s.io/slice": "0",
+                "disaggregatedset.x-k8s.io/revision": "5d8c7f9a"}
+
+
 def test_the_server_pod_monitor_selects_the_leaders_only_and_the_router_monitor_its_metrics_port(pd):
     servers, router = sorted(_kind(pd, "PodMonitor"), key=lambda o: o["metadata"]["name"])[::-1]
     assert servers["metadata"]["name"].endswith("-servers")
-    for lws in _kind(pd, "LeaderWorkerSet"):
-        template = lws["spec"]["leaderWorkerTemplate"]
-        leader = {**template["leaderTemplate"]["metadata"]["labels"], "leaderworkerset.sigs.k8s.io/worker-index": "0"}
-        worker = {**template["workerTemplate"]["metadata"]["labels"], "leaderworkerset.sigs.k8s.io/worker-index": "1"}
+    routers = [deployment["spec"]["template"] for deployment in _kind(pd, "Deployment")]
+    for template, added in _groups(pd):
+        if "leaderTemplate" not in template:  # the set's router role: one pod, made of workerTemplate
+            routers.append({**template["workerTemplate"], "metadata": {"labels": {
+                **template["workerTemplate"]["metadata"]["labels"], **added,
+                "leaderworkerset.sigs.k8s.io/worker-index": "0"}}})
+            continue
+        leader = {**template["leaderTemplate"]["metadata"]["labels"], **added,
+                  "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+        worker = {**template["workerTemplate"]["metadata"]["labels"], **added,
+                  "leaderworkerset.sigs.k8s.io/worker-index": "1"}
         assert _matches(servers["spec"]["selector"], leader)
         assert not _matches(servers["spec"]["selector"], worker)  # other ranks serve no HTTP
         ports = {p["name"] for p in template["leaderTemplate"]["spec"]["containers"][0]["ports"]}
         assert servers["spec"]["podMetricsEndpoints"][0]["port"] in ports
-    (deployment,) = _kind(pd, "Deployment")
-    pod = deployment["spec"]["template"]
+    (pod,) = routers
     assert _matches(router["spec"]["selector"], pod["metadata"]["labels"])
     assert not _matches(servers["spec"]["selector"], pod["metadata"]["labels"])
     container = pod["spec"]["containers"][0]

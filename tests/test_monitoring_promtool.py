@@ -6,7 +6,6 @@ thresholds bundle.yaml's defaults render."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -17,9 +16,15 @@ from bundle.config.loader import load_config
 from bundle.monitoring.files import monitoring_files
 from bundle.monitoring.rules import Thresholds, alerts
 from bundle.topology import get
+from tests.conftest import require_tool
 
-pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
-                                reason="promtool is missing: docker/host-packages.sh installs Debian's prometheus")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def promtool() -> str:
+    return require_tool("promtool", "docker/host-packages.sh installs Debian's prometheus")
+
+
 INTERVAL = "15s"
 SERVER = {"job": "decode", "role": "server", "instance": "decode:30000"}
 SERVER_OK = {"job": "prefill", "role": "server", "instance": "prefill:30000"}
@@ -58,6 +63,16 @@ CASES = {
         + _buckets("sglang:kv_transfer_speed_gb_s", {"job": "decode-ipc"}, {"0.5": 0, "1": 0, "10": 0, "25": 10,
                                                                             "+Inf": 10}),
         "20m", {"job": "decode"}),
+    # A failure a scrape (15 s) since the start on decode; prefill, which counts none, stays quiet.
+    "KvTransferFailing": ([_series("sglang:num_transfer_failed_reqs_total", SERVER, "0+1x100"),
+                           _series("sglang:num_transfer_failed_reqs_total", SERVER_OK, "0x100")],
+                          "4m", {"job": "decode"}),
+    "KvBootstrapFailing": ([_series("sglang:num_bootstrap_failed_reqs_total", SERVER, "0 0 0+1x100"),
+                            _series("sglang:num_bootstrap_failed_reqs_total", SERVER_OK, "3x100")],
+                           "4m", {"job": "decode"}),
+    "RequestsAborted": ([_series("sglang:num_aborted_requests_total", SERVER, "0+2x100"),
+                         _series("sglang:num_aborted_requests_total", SERVER_OK, "7x100")],
+                        "20m", {"job": "decode"}),
     "CudaGraphsOff": ([
         _series("sglang:is_cuda_graph", {"job": "decode", "engine_type": "decode"}, "0x100"),
         _series("sglang:generation_tokens_total", {"job": "decode"}, "0+100x100"),

@@ -14,7 +14,8 @@ from bundle.paths import project_root
 from bundle.render import rehearsal_engine
 from bundle.rules.argspec import SERVER_SPEC, load_spec, parser_from_spec
 from bundle.stack.docker import stack_of
-from tests.conftest import render_for as render
+from bundle.service import rehearsal as modes
+from tests.conftest import missing, render_for as render
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
 
@@ -25,7 +26,7 @@ TABLE = re.compile(r"<!-- engine-overlay-differences:start -->(.*?)<!-- engine-o
 @pytest.fixture(autouse=True)
 def _need_compose(compose_available):
     if not compose_available:
-        pytest.skip("docker compose v2 is not installed (make install adds it)")
+        missing("docker compose v2 is not installed (make install adds it)")
 
 
 def documented() -> set[str]:
@@ -73,8 +74,8 @@ def overlay_differences(real: dict, engine: dict, services: list[str]) -> set[st
 @pytest.mark.parametrize("topology", ["tp4", "pd", "dp"])
 def test_the_engine_overlay_changes_exactly_what_docs_list(tmp_path, topology):
     entry = registry.get(topology)
-    real = _services(tmp_path, topology, False)
-    engine = _services(tmp_path, topology, registry.REHEARSAL_ENGINE)
+    real = _services(tmp_path, topology, None)
+    engine = _services(tmp_path, topology, modes.get("engine"))
     assert set(engine) == set(real), "the overlay must not add or drop services"
     servers = [s.name for s in entry.active_services() if s.is_server]
     differences = overlay_differences(real, engine, servers)
@@ -97,7 +98,7 @@ def test_the_engine_overlay_changes_exactly_what_docs_list(tmp_path, topology):
 
 
 def test_only_decode_gets_the_retraction_backup(tmp_path):
-    engine = _services(tmp_path, "pd", registry.REHEARSAL_ENGINE)
+    engine = _services(tmp_path, "pd", modes.get("engine"))
     backup = {name: _server_args(engine[name]["command"])["disaggregation_decode_retraction_backup"]
               for name in ("prefill", "decode")}
     assert backup["decode"] == "cpu_tensor"
@@ -112,7 +113,8 @@ def _parsed(*argv):
     parser = argparse.ArgumentParser()
     add_rehearsal_arguments(parser, rehearsal_help="r", sim_help="s")
     args = parser.parse_args(list(argv))
-    return resolve_rehearsal(args)
+    mode = resolve_rehearsal(args)
+    return mode.name if mode else None
 
 
 def test_a_bare_rehearsal_is_the_engine_and_simulator_knobs_choose_the_simulator():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bundle.cli import main, verb_names
+from bundle.cli import build_parser, main, verb_names
 from bundle.doctor import checks_signature
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import Status
@@ -24,7 +25,7 @@ from bundle.errors import BundleError
 from bundle.images import pull, sbom, signature
 from bundle.images.audit.context import locked_packages
 from bundle.images.build import make_plan
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 from bundle.images.reference import local_name, registry_of
 from tests.release_fixtures import copy_lock, cyclonedx, make_wheel, pinned
 
@@ -47,6 +48,16 @@ def test_the_release_runs_on_a_tag_or_by_hand_never_on_a_branch_push_or_pull_req
     assert set(triggers["push"]) == {"tags"}, "a push trigger must be limited to tags"
 
 
+def _parses_under_the_cli(command: str) -> None:
+    """The step's whole `$BUNDLE ...` line parses under the CLI's own parser (its flags exist and take
+    the values given), the shell's variables standing for values of their kind."""
+    argv = shlex.split(command.replace("$GITHUB_OUTPUT", "/tmp/github-output").replace("$DIGEST", DIGEST))[1:]
+    try:
+        build_parser(only=argv[0].replace("-", "_")).parse_args(argv)
+    except SystemExit:
+        pytest.fail(f"the release workflow's `{command}` does not parse under `bundle {argv[0]}`'s own parser")
+
+
 def test_every_run_step_is_a_make_target_or_a_bundle_verb_the_suite_runs():
     job = workflow()["jobs"]["release"]
     runs = [step["run"] for step in job["steps"] if "run" in step]
@@ -60,6 +71,7 @@ def test_every_run_step_is_a_make_target_or_a_bundle_verb_the_suite_runs():
                 assert words[1] in make_targets(), command
             elif words[0] == "$BUNDLE":
                 assert words[1] in verbs, command
+                _parses_under_the_cli(command)
             else:
                 assert words[:2] == ["sudo", "docker/host-packages.sh"], f"untested logic in the workflow: {command}"
             used.append(" ".join(words[:2]))

@@ -11,7 +11,7 @@ from bundle.render.compose import program_args
 from bundle.stack.docker import stack_of
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE
 from tests.conftest import render_for as render
-from tests.conftest import skip_unless_required, write_config
+from tests.conftest import missing, write_config
 
 NON_DEFAULT = """
 project: lab
@@ -57,7 +57,7 @@ def _resolved(rendered):
 @pytest.fixture(autouse=True)
 def _need_compose(compose_available):
     if not compose_available:
-        skip_unless_required("docker compose v2 is not installed (make install adds it)")
+        missing("docker compose v2 is not installed (make install adds it)")
 
 
 SERVICES = {"tp4": {"server"}, "pd": {"prefill", "decode", "router"}, "dp": {"replica-0", "replica-1", "router"}}
@@ -179,20 +179,6 @@ def test_dp_with_four_tp2_replicas_turns_on_the_optional_services_by_profile(tmp
     assert set(services) == {"replica-0", "replica-1", "replica-2", "replica-3", "router"}
     assert services["replica-3"]["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == ["6,7"]
     assert rendered.env["DP_WORKER_URLS"].split() == [f"http://replica-{i}:30000" for i in range(4)]
-
-
-@pytest.mark.parametrize("budget, attempts", [(600, 2), (12, 2), (30, 3), (7, 1)])
-def test_router_attempts_and_backoffs_fit_the_request_budget(tmp_path, budget, attempts):
-    from bundle.render.compose import retry_backoff_secs
-
-    dep = load_config(write_config(tmp_path, f"pd:\n  router:\n    request_timeout_secs: {budget}\n"
-                                             f"    retry_max_retries: {attempts}\n"))
-    env = render(dep, "pd").env
-    per_attempt = int(env["ROUTER_REQUEST_TIMEOUT_SECS"])
-    assert per_attempt >= 1 and int(env["ROUTER_RETRY_MAX_RETRIES"]) == attempts
-    # smg's worst case: every attempt runs to its timeout, every backoff at its largest jitter.
-    assert attempts * per_attempt + retry_backoff_secs(attempts) <= budget
-    assert (attempts * (per_attempt + 1) + retry_backoff_secs(attempts) > budget), "the budget is used"
 
 
 def test_a_budget_too_small_for_its_attempts_is_refused(tmp_path):

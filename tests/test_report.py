@@ -5,11 +5,11 @@ from __future__ import annotations
 import io
 from dataclasses import asdict
 
-import pytest
 from rich.console import Console
 
-from bundle.verify import report
+from bundle.verify import plot, runstore, tables
 from bundle.config.loader import load_config
+from tests.conftest import require_module
 
 BASELINE = asdict(load_config(None).bench.baseline)
 
@@ -36,22 +36,22 @@ def render(table) -> str:
 
 def test_history_appends_and_skips_a_damaged_line(tmp_path):
     path = tmp_path / "bench.jsonl"
-    report.append_jsonl(path, record("a"))
+    runstore.append_jsonl(path, record("a"))
     with path.open("a") as fh:
         fh.write('{"kind": "bench", "run_id": "half-writ')  # an interrupted write
-    report.append_jsonl(path, record("b"))
-    assert [r["run_id"] for r in report.read_jsonl(path)] == ["a", "b"]
+    runstore.append_jsonl(path, record("b"))
+    assert [r["run_id"] for r in runstore.read_jsonl(path)] == ["a", "b"]
 
 
-def test_previous_run_is_the_latest_of_the_same_topology_that_measured_something():
+def test_previous_run_is_the_latest_like_run_that_measured_something():
     history = [record("a"), record("pd-1", topology="pd"), record("b"), record("lost", c1=None, c8=None)]
-    assert report.previous_bench(history, topology="tp4")["run_id"] == "b"
-    assert report.previous_bench(history, topology="pd")["run_id"] == "pd-1"
-    assert report.previous_bench([], topology="tp4") is None
+    assert runstore.previous_bench(history, record("now"))["run_id"] == "b"
+    assert runstore.previous_bench(history, record("now", topology="pd"))["run_id"] == "pd-1"
+    assert runstore.previous_bench([], record("now")) is None
 
 
 def test_comparison_against_the_baseline_and_the_previous_run():
-    text = render(report.comparison_table(record("now"), BASELINE, record("before", c1=10.22, tpot=94.13)))
+    text = render(tables.comparison_table(record("now"), BASELINE, record("before", c1=10.22, tpot=94.13)))
     # 20.44 tok/s against the original 10.22: +100%; TPOT 47.065 ms against 94.13 ms: -50%.
     baseline_rows = [line for line in text.splitlines() if "original deployment" in line]
     assert any("output_throughput" in r and "10.22" in r and "+100.0%" in r for r in baseline_rows)
@@ -62,30 +62,32 @@ def test_comparison_against_the_baseline_and_the_previous_run():
 
 
 def test_bench_table_shows_every_level_with_its_status():
-    text = render(report.bench_table(record("now", c8=None)))
+    text = render(tables.bench_table(record("now", c8=None)))
     assert "20.44" in text and "timeout" in text and "4/0" in text
 
 
 def test_smoke_table_prints_server_text_literally():
     data = {"ok": False, "topology": "tp4", "front_door": "http://x", "model": "m",
             "steps": [{"name": "answer", "ok": False, "seconds": 0.1, "detail": "expected 'Paris' in '[bold]Lyon'"}]}
-    text = render(report.smoke_table(data))
+    text = render(tables.smoke_table(data))
     assert "[bold]Lyon" in text and "FAIL" in text
 
 
 def test_plot_is_a_png(tmp_path):
-    pytest.importorskip("matplotlib")
-    path = report.plot_bench(record("now"), tmp_path / "bench.png", baseline=BASELINE,
+    require_module("matplotlib")
+    path = plot.plot_bench(record("now"), tmp_path / "bench.png", baseline=BASELINE,
                              previous=record("before", c1=10.0))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert path.stat().st_size > 5000
 
 
-def test_other_lengths_than_the_baselines_are_flagged_and_nothing_to_compare_is_none():
+def test_other_lengths_than_the_baselines_get_no_percentage_and_nothing_to_compare_is_none():
     short = record("now")
     short["config"] = {"input_len": 64, "output_len": 32}
-    assert "not like for like" in report.comparison_table(short, BASELINE, None).title
-    assert "not like" not in report.comparison_table(record("now"), BASELINE, None).title
+    text = render(tables.comparison_table(short, BASELINE, None))
+    assert "no comparison: this run used 64 in / 32 out; the baseline was measured at 256 in / 256 out" in text
+    assert "%" not in text
+    assert "no comparison" not in render(tables.comparison_table(record("now"), BASELINE, None))
     no_c1 = record("now")
     no_c1["levels"] = no_c1["levels"][1:]
-    assert report.comparison_table(no_c1, BASELINE, None) is None
+    assert tables.comparison_table(no_c1, BASELINE, None) is None

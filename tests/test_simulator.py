@@ -236,10 +236,12 @@ def test_stream_is_paced_at_the_configured_tpot(tmp_path):
 # ---- HTTP, states and faults (each its own process) -----------------------------------------
 
 def test_health_is_503_while_loading_but_models_answer(tmp_path):
-    # Long enough that a slow process start does not eat the whole simulated load.
-    with simulator(tmp_path, env={"SIM_LOAD_SECONDS": "10"}, wait_healthy=False) as (base, _proc, _):
+    # Loading until told otherwise: a 10 s load was eaten whole by a 22 s process start at load 12
+    # on this 2-core box (2026-12-03), so the load ends by the knob, not by the clock.
+    with simulator(tmp_path, env={"SIM_LOAD_SECONDS": "600"}, wait_healthy=False) as (base, _proc, _):
         assert requests.get(base + "/health", timeout=5).status_code == 503
         assert requests.get(base + "/v1/models", timeout=5).status_code == 200
+        requests.post(base + "/sim/faults", json={"load_seconds": 0}, timeout=5).raise_for_status()
         deadline = time.monotonic() + 30
         while requests.get(base + "/health", timeout=5).status_code != 200:
             assert time.monotonic() < deadline

@@ -1,20 +1,35 @@
-"""The simulator reports the lock's SGLang pin as the version a real server would, so moving the
-pin moves the rehearsal's attestation with it."""
+"""The simulator reports the SGLang installed beside it as its version, as a real server reports its
+own `sglang.__version__`: not the lock's pin, which attestation compares it with. So a lock whose
+pin moved (an image not rebuilt for it) fails the rehearsal's attestation; an echo could not fail."""
 
 from __future__ import annotations
 
-from bundle.images.lock import load_lock
-from bundle.simulator.server import pinned_sglang_version
+import dataclasses
+import json
+from importlib.metadata import version
+
+import requests
+
+from bundle.config.loader import load_config
+from bundle.lock import load_lock
+from bundle.stack.workers import HttpWorkers
+from bundle.verify import attest
+from bundle.verify.attest import FAIL, OK
+from tests.sim_process import simulator
 
 
-def test_the_simulator_reports_the_locks_sglang_pin(tmp_path):
-    assert pinned_sglang_version(str(load_lock().path)) == load_lock().pins["sglang"]
-    moved = tmp_path / "lock.toml"
-    moved.write_text(load_lock().path.read_text().replace('sglang = "0.5.23"', 'sglang = "0.5.99"'))
-    assert pinned_sglang_version(str(moved)) == "0.5.99"
+def _version_findings(server: str, pinned: str) -> list:
+    """Attestation's version findings for the simulator at `server`, against a lock pinning `pinned`."""
+    record = attest.read_worker("server", HttpWorkers({"server": server}), None)
+    exp = dataclasses.replace(attest.expectations(load_config(None), "tp4")["server"], sglang_version=pinned)
+    return [f for f in attest.evaluate(record, exp) if f.what == "SGLang version"]
 
 
-def test_without_a_lock_it_reports_the_installed_sglang(tmp_path):
-    from importlib.metadata import version
-
-    assert pinned_sglang_version(str(tmp_path / "absent.toml")) == version("sglang")
+def test_a_moved_pin_fails_the_version_attestation_of_a_simulator(tmp_path):
+    with simulator(tmp_path, env={"BUNDLE_LOCK_FILE": str(tmp_path / "moved.toml")}) as (url, _, _):
+        info = requests.get(url + "/server_info", timeout=10).json()
+        assert info["version"] == version("sglang")  # what is installed, whatever the lock says
+        assert [f.level for f in _version_findings(url, load_lock().pins["sglang"])] == [OK]
+        (moved,) = _version_findings(url, "0.5.99")
+        assert moved.level == FAIL and f"runs {version('sglang')}, the lock pins 0.5.99" in moved.detail, \
+            json.dumps(moved.__dict__, default=str)

@@ -51,13 +51,13 @@ def test_each_cluster_gets_its_own_owner_only_munge_key_kept_out_of_the_env_file
 
 
 def test_compose_resolves_a_controller_two_nodes_and_one_published_front_door(tmp_path):
-    from tests.conftest import skip_unless_required
+    from tests.conftest import missing
     import shutil
     import subprocess
 
     if shutil.which("docker") is None or subprocess.run(["docker", "compose", "version"],
                                                           capture_output=True).returncode:
-        skip_unless_required("docker compose is not installed")
+        missing("docker compose is not installed")
     c = _write("three-pd", tmp_path)
     resolved = c.stack().config()
     services = resolved["services"]

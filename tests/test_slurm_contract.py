@@ -13,7 +13,7 @@ from bundle.render import slurm
 from bundle.render.compose import program_args
 from bundle.rules import argspec
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE
-from tests.conftest import render_for, write_config
+from tests.conftest import render_for, require_module, write_config
 from tests.slurm_stubs import run_script
 from tests.test_render import NON_DEFAULT
 
@@ -41,13 +41,13 @@ ROUTER_WORKER_DESTS = {"worker_urls", "prefill", "decode", "port"}
 
 @pytest.fixture(scope="module")
 def server_parser():
-    pytest.importorskip("sglang.srt.server_args", reason="sglang is not installed (make install)")
+    require_module("sglang.srt.server_args")
     return argspec.real_parser(argspec.SERVER_SPEC)
 
 
 @pytest.fixture(scope="module")
 def router_parser():
-    pytest.importorskip("smg.router_args", reason="smg is not installed (make install)")
+    require_module("smg.router_args")
     return argspec.real_parser(argspec.ROUTER_SPEC)
 
 

@@ -16,8 +16,9 @@ import requests
 from bundle import topology as registry
 from bundle.config.model import SmokeCheck
 from bundle.stack.frontdoor import FrontDoor
-from bundle.verify.smoke import smoke
-from bundle.stack.workers import HttpWorkers, parse_prometheus
+from bundle.errors import BundleError
+from bundle.verify.smoke import REPLICA_PROBE, REPLICA_PROBE_TOKENS, smoke
+from bundle.stack.workers import ComposeWorkers, HttpWorkers, parse_prometheus
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = REPO / "bundle" / "simulator" / "simulated_model"
@@ -149,6 +150,33 @@ def test_pd_proof_counts_requests_on_both_workers(simulator, keyed_simulator):
     assert not step.ok and "decode counted 0 requests" in step.detail
 
 
+class _ThisHost:
+    """A stack whose `exec` runs the command here instead of inside a container: the same argv
+    ComposeWorkers hands `docker compose exec`, run by this host's sh and curl."""
+
+    def exec(self, service: str, command: list[str]) -> str:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        if done.returncode:
+            raise BundleError(f"exit {done.returncode}: {done.stderr}")
+        return done.stdout
+
+
+def test_a_worker_is_asked_for_tokens_from_inside_its_container(simulator, keyed_simulator):
+    """dp's probe of each replica: the POST script ComposeWorkers runs in the container (sh + curl,
+    the body and URL as arguments, the status after the mark). Without the api_key secret (none on
+    this host) it sends no key: the keyed server refuses it, the open one generates the tokens."""
+    port = int(simulator.rsplit(":", 1)[1])
+    reply = ComposeWorkers(_ThisHost(), {"replica-0": "replica-0"}, port=port).post("replica-0", "/generate",
+                                                                                   REPLICA_PROBE)
+    assert reply.status == 200, reply.text
+    assert json.loads(reply.text)["meta_info"]["completion_tokens"] == REPLICA_PROBE_TOKENS
+    keyed = ComposeWorkers(_ThisHost(), {"replica-0": "replica-0"}, port=int(keyed_simulator.rsplit(":", 1)[1]))
+    assert keyed.post("replica-0", "/generate", REPLICA_PROBE).status == 401
+    assert keyed.address("replica-0") == f"http://replica-0:{keyed.port}"  # as DP_WORKER_URLS names it
+    gone = ComposeWorkers(_ThisHost(), {"replica-0": "replica-0"}, port=_free_port())  # nothing listens
+    assert gone.post("replica-0", "/generate", REPLICA_PROBE).status == 0  # no answer: down
+
+
 def test_prometheus_sums_label_sets():
     text = ('# TYPE sglang:num_requests_total counter\n'
             'sglang:num_requests_total{model_name="m",is_streaming="false"} 4.0\n'
@@ -260,3 +288,30 @@ def test_decode_must_have_received_a_kv_cache_for_every_request_it_served(simula
     assert step.ok is ok, step.detail
     # Only the decode_transferred stage counts, not decode's other stages.
     assert f"received the KV cache of {received:g} requests" in step.detail
+
+
+def test_the_post_script_sends_the_secrets_key_as_one_header_and_none_without_it(tmp_path):
+    """The POST script under Debian's /bin/sh (dash, as in the images), with a curl that prints its
+    arguments: the secret's key (spaces and all) travels as one Authorization header; with no key
+    file, no header. The script is the shipped one; only the secret's path points here."""
+    from bundle.stack.workers import _POST_SCRIPT, _STATUS_MARK
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "curl").write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+    (fake / "curl").chmod(0o755)
+    key = tmp_path / "api_key"
+    script = _POST_SCRIPT.replace("/run/secrets/api_key", str(key))
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+
+    def argv() -> list[str]:
+        done = subprocess.run(["sh", "-c", script, "post", "30", '{"text": "a b"}', _STATUS_MARK, "http://w/generate"],
+                              capture_output=True, text=True, env=env, check=True)
+        return done.stdout.split("\n")
+
+    key.write_text("sk-with space\n")
+    args = argv()
+    assert args[args.index("Content-Type: application/json") + 1:][:2] == ["-H", "Authorization: Bearer sk-with space"]
+    assert '{"text": "a b"}' in args and "http://w/generate" in args
+    key.unlink()
+    assert not any(a.startswith("Authorization") for a in argv())

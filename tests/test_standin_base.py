@@ -11,7 +11,7 @@ import pytest
 
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.images import build
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 from bundle.stack import engine
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,12 +13,13 @@ import yaml
 
 from bundle import topology as registry
 from bundle.config.loader import load_config
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 from bundle.paths import PACKAGE_DIR, project_root
-from bundle.render import targets
+from bundle.service import targets
 from bundle.render.compose import render
 from bundle.rules.check import check
 from bundle.topology import ROUTER, SERVER, Service, Topology
+from bundle.service import rehearsal as modes
 from tests.conftest import write_config
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
@@ -56,13 +57,18 @@ def name_comparisons(source: str, rel: str, names: set[str]) -> list[str]:
     return found
 
 
-def test_no_topology_name_is_compared_outside_the_registry():
-    names = set(registry.NAMES)
+def comparisons_outside(registry_module: str, names: set[str]) -> list[str]:
+    """name_comparisons over every module of bundle/ but the registry's own (a path under bundle/)."""
     found = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         rel = path.relative_to(PACKAGE_DIR).as_posix()
-        if rel != "topology.py":
+        if rel != registry_module:
             found += name_comparisons(path.read_text(), rel, names)
+    return found
+
+
+def test_no_topology_name_is_compared_outside_the_registry():
+    found = comparisons_outside("topology.py", set(registry.NAMES))
     assert not found, "behaviour keyed on a topology's name; ask the registry for a capability instead:\n" \
                       + "\n".join(found)
 
@@ -98,9 +104,9 @@ DROPPED = ("replica-2", "replica-3")
 def _duo_file(dp_file: Path) -> str:
     """dp's compose file (or overlay) as duo's: two copies renamed, the optional ones and their
     profiles gone, its own network."""
-    from bundle.render.compose import _ComposeLoader
+    from bundle.render import compose_files
 
-    data = yaml.load(dp_file.read_text(), Loader=_ComposeLoader)  # noqa: S506 - a SafeLoader
+    data = compose_files.read(dp_file)
     data.pop("name", None)
     services = {}
     for name, service in data["services"].items():
@@ -149,7 +155,7 @@ def test_a_registered_topology_renders_from_its_capabilities(duo, tmp_path):
     assert set(rendered.commands) == {"copy-0", "copy-1", "router"}
     assert rendered.server_args("copy-1")[rendered.server_args("copy-1").index("--tp-size") + 1] == "2"
     # The rehearsal overlays are duo's own.
-    for mode in registry.REHEARSAL_MODES:
+    for mode in modes.MODES.values():
         rehearsed = render(dep, duo, image=lock.image_ref, lock_hash=lock.hash, rehearsal=mode)
         assert rehearsed.compose_files[1].name in ("rehearsal-duo.yaml", "rehearsal-engine-duo.yaml")
     # Too many copies for duo's compose file is the rules' error, named at dp.replicas.
@@ -167,10 +173,10 @@ def test_a_registered_topology_renders_for_every_target(duo, tmp_path, target):
     dep = load_config(write_config(tmp_path, "dp: {replicas: 2, tp_size: 2, gpus: [0, 1, 2, 3]}\n"))
     lock = load_lock()
     rendered = render(dep, duo, image=lock.image_ref, lock_hash=lock.hash)
-    checker = entry.checker()
+    checker = entry.rules
     if checker is not None:
         assert checker.check(dep, duo).errors == []
-    output = entry.renderer().for_target(dep, rendered)
+    output = entry.renderer.for_target(dep, rendered)
     if checker is not None:
         assert checker.problems(output) == []
     written = output.write(tmp_path / target) if entry.writes_folder else [output.write()]
@@ -188,3 +194,19 @@ def test_kubernetes_makes_one_set_of_the_copies(duo, tmp_path):
     (lws,) = [o for o in out.objects if o["kind"] == "LeaderWorkerSet"]
     assert lws["metadata"]["name"] == "sglang-bundle-duo-replica"  # replicated: the copies are its replicas
     assert lws["spec"]["replicas"] == 2
+
+
+def test_the_readmes_topology_table_lists_exactly_the_registry():
+    """README.md's first table (topology | what runs | front door), read from the file: one row per
+    registered topology, in the registry's order, each naming its front service. A topology added
+    to the registry without a row (dp once was) fails here."""
+    lines = (Path(__file__).resolve().parents[1] / "README.md").read_text().splitlines()
+    start = lines.index("| topology | what runs | front door |")
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    assert [row[0].strip("`") for row in rows] == list(registry.NAMES)
+    for name, _what, front in rows:
+        assert front == f"the {registry.get(name.strip('`')).front_service}", (name, front)

@@ -20,7 +20,8 @@ from bundle.simulator.knobs import Knobs
 from bundle.tune import plan as planner
 from bundle.tune import results
 from bundle.tune.space import Candidate, Objective, Space, candidates, load_space
-from bundle.verify import report
+from bundle.verify import runstore, tables
+from bundle.service import rehearsal as modes
 from tests.conftest import write_config
 from tests.sim_process import launch_command, simulator, REPO
 
@@ -90,9 +91,9 @@ def test_the_estimate_comes_from_recorded_launches_and_benches_else_is_assumed(r
     for n, seconds in enumerate((20, 30, 100)):
         (project / f"2026120{n}-launch").mkdir(parents=True)
         (project / f"2026120{n}-launch" / "ready.json").write_text(json.dumps({"seconds": seconds}))
-    report.append_jsonl(project / "bench.jsonl", {"kind": "bench", "ok": True, "config": method,
+    runstore.append_jsonl(project / "bench.jsonl", {"kind": "bench", "ok": True, "config": method,
                                                   "levels": [{"seconds": 12.0}, {"seconds": 8.0}]})
-    report.append_jsonl(project / "bench.jsonl", {"kind": "bench", "ok": True, "config": {**method, "output_len": 9},
+    runstore.append_jsonl(project / "bench.jsonl", {"kind": "bench", "ok": True, "config": {**method, "output_len": 9},
                                                   "levels": [{"seconds": 500.0}]})
     est = planner.estimate("p-tp4", rehearsal=False, levels=2, method=method)
     assert est.launch_s == 30 and est.bench_s == 20  # medians; the other method's run does not count
@@ -135,7 +136,7 @@ def test_the_resume_key_changes_with_the_overrides_the_config_the_method_and_the
 def _plan(tmp_path, space_text: str, *, budget_s=None, config="project: p\n"):
     user = parse_yaml(config, str(tmp_path / "bundle.yaml"))
     space = _space(tmp_path, space_text)
-    return planner.make_plan(space, user, topology="tp4", rehearsal=True, sim={}, budget_s=budget_s,
+    return planner.make_plan(space, user, topology="tp4", rehearsal=modes.get("sim"), sim={}, budget_s=budget_s,
                              lock_hash="abc")
 
 
@@ -214,9 +215,9 @@ def test_a_simulator_whose_arguments_match_a_rule_runs_at_the_simulated_speed(tm
 def test_the_bench_comparison_names_the_run_and_its_label():
     level = {"concurrency": 1, "metrics": {"output_throughput": 20.0, "mean_ttft_ms": 5.0, "mean_tpot_ms": 4.0}}
     record = {"config": {"input_len": 16, "output_len": 8}, "levels": [level]}
-    then = {"run_id": "20261201-090000-bench", "label": "tune defaults",
+    then = {"run_id": "20261201-090000-bench", "label": "tune defaults", "config": {"input_len": 16, "output_len": 8},
             "levels": [{"concurrency": 1, "metrics": {"output_throughput": 10.0, "mean_ttft_ms": 5.0, "mean_tpot_ms": 8.0}}]}
-    table = report.comparison_table(record, None, then, previous_name="run")
+    table = tables.comparison_table(record, None, then, previous_name="run")
     from rich.console import Console
 
     console = Console(width=200, record=True)
@@ -255,7 +256,7 @@ def test_the_sweep_stops_before_a_candidate_would_overrun_the_budget(tmp_path, r
     clock = [0.0]
     monkeypatch.setattr(runner, "run_candidate", measured)
     monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
-    runner.run_sweep(plan, runner.Sweep(config=None, rehearsal="sim"), Console(file=open("/dev/null", "w")),
+    runner.run_sweep(plan, runner.Sweep(config=None, rehearsal=modes.get("sim")), Console(file=open("/dev/null", "w")),
                      started=0.0)
     assert ran == ["defaults"]  # 200 s spent + 200 s measured per candidate > 300 s
     assert plan.items[1].candidate.skip.startswith("over budget: 3.3 min spent")

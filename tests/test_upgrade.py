@@ -13,7 +13,7 @@ import pytest
 
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 from bundle.upgrade import check, compare, render, scratch
 from tests.conftest import write_config
 

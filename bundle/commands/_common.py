@@ -7,7 +7,8 @@ import argparse
 
 from bundle import topology as registry
 from bundle.config.model import Deployment
-from bundle.errors import BundleError
+from bundle.errors import EXIT_USAGE, BundleError
+from bundle.service import rehearsal
 from bundle.service.prepare import load as service_load
 
 
@@ -29,39 +30,40 @@ def add_topology_argument(parser: argparse.ArgumentParser, *, optional: bool = F
 
 def add_rehearsal_arguments(parser: argparse.ArgumentParser, *, rehearsal_help: str, sim_help: str) -> None:
     """--rehearsal and its repeatable --sim KNOB=VALUE (read back with sim_knobs)."""
-    parser.add_argument("--rehearsal", nargs="?", const=BARE_REHEARSAL, default=None,
-                        choices=[*registry.REHEARSAL_MODES, BARE_REHEARSAL], metavar="engine|sim",
-                        help=f"{rehearsal_help}; bare: the real SGLang server on CPU (engine), or the "
-                             "simulator when --sim knobs are given")
+    add_rehearsal_argument(parser, help=f"{rehearsal_help}; bare: {rehearsal.BARE}, or the mode that takes "
+                                        "--sim knobs when some are given")
     parser.add_argument("--sim", action="append", default=[], metavar="KNOB=VALUE", help=sim_help)
 
 
-# `--rehearsal` given bare: the engine, unless simulator knobs (--sim) ask for the simulator.
-BARE_REHEARSAL = "default"
+def add_rehearsal_argument(parser: argparse.ArgumentParser, *, help: str) -> None:
+    """--rehearsal [MODE]: its choices are the registry's (service/rehearsal.py)."""
+    parser.add_argument("--rehearsal", nargs="?", const=rehearsal.BARE_FLAG, default=None,
+                        choices=[*rehearsal.NAMES, rehearsal.BARE_FLAG], metavar="|".join(rehearsal.NAMES),
+                        help=help)
 
 
-def resolve_rehearsal(args: argparse.Namespace, *, default: str = registry.REHEARSAL_ENGINE) -> str | None:
-    """args.rehearsal as None, "engine" or "sim" (written back into args)."""
-    value = args.rehearsal
-    if value == BARE_REHEARSAL:
-        value = registry.REHEARSAL_SIM if getattr(args, "sim", None) else default
-    args.rehearsal = registry.rehearsal_mode(value)
+def resolve_rehearsal(args: argparse.Namespace, *, tuning: bool = False) -> rehearsal.Mode | None:
+    """args.rehearsal parsed once into a mode (or None), written back into args."""
+    if not isinstance(args.rehearsal, rehearsal.Mode):
+        args.rehearsal = rehearsal.parse(args.rehearsal, knobs=bool(getattr(args, "sim", None)), tuning=tuning)
     return args.rehearsal
 
 
 def sim_knobs(args: argparse.Namespace) -> dict[str, str]:
-    """The --sim pairs as a dict, refused (exit 2) without --rehearsal sim or when not SIM_NAME=VALUE."""
-    resolve_rehearsal(args)
-    if args.sim and not args.rehearsal:
-        raise BundleError("--sim sets worker simulator knobs and needs --rehearsal", exit_code=2)
-    if args.sim and args.rehearsal != registry.REHEARSAL_SIM:
-        raise BundleError("--sim sets worker simulator knobs: the CPU engine rehearsal has none", exit_code=2,
-                          hint="use --rehearsal sim with --sim knobs")
+    """The --sim pairs as a dict, refused (a usage error) without a rehearsal mode that takes them or
+    when not SIM_NAME=VALUE."""
+    mode = resolve_rehearsal(args)
+    if args.sim and not mode:
+        raise BundleError("--sim sets worker simulator knobs and needs --rehearsal", exit_code=EXIT_USAGE)
+    if args.sim and not mode.takes_knobs:
+        takes = [m.name for m in rehearsal.MODES.values() if m.takes_knobs]
+        raise BundleError(f"--sim sets worker simulator knobs: the {mode.name} rehearsal has none",
+                          exit_code=EXIT_USAGE, hint=f"use --rehearsal {' or '.join(takes)} with --sim knobs")
     knobs = {}
     for pair in args.sim:
         name, sep, value = pair.partition("=")
         if not sep or not name.startswith("SIM_"):
-            raise BundleError(f"--sim {pair!r}: expected SIM_NAME=VALUE, e.g. SIM_TPOT_MS=20", exit_code=2)
+            raise BundleError(f"--sim {pair!r}: expected SIM_NAME=VALUE, e.g. SIM_TPOT_MS=20", exit_code=EXIT_USAGE)
         knobs[name] = value
     return knobs
 

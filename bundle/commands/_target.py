@@ -14,6 +14,7 @@ from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.config.source import DEFAULTS_NAME
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.service import targets
 from bundle.stack import docker, engine, runstate
 from bundle.topology import Topology
 
@@ -44,17 +45,17 @@ class Target:
         older driver (no rendered variables), what the config would launch, rendered again."""
         if self.record is not None and self.record.env:
             return self.record
+        from bundle.service import rehearsal
         from bundle.service.prepare import prepare
-        from bundle.topology import rehearsal_mode
 
-        rehearsal = rehearsal_mode(self.record.rehearsal if self.record else None)
-        rendered = prepare(self.topology.name, dep=self.dep, rehearsal=rehearsal).rendered
+        mode = rehearsal.parse(self.record.rehearsal if self.record else None)
+        rendered = prepare(self.topology.name, dep=self.dep, rehearsal=mode).rendered
         rendered.write()
-        return runstate.LaunchRecord.of(rendered, rehearsal=rehearsal, config=self.dep.source.name,
+        return runstate.LaunchRecord.of(rendered, rehearsal=rehearsal.name_of(mode), config=self.dep.source.name,
                                         run_dir=runstate.project_dir(self.project))
 
     def stack(self):
-        return self.launch.stack()
+        return targets.stack_of(self.launch)
 
 
 def candidates(args: argparse.Namespace) -> list[Target]:
@@ -66,16 +67,19 @@ def candidates(args: argparse.Namespace) -> list[Target]:
     dep = load(args)
     records = {} if named else {r.project: r for r in runstate.all_records() if r.topology in names}
     for name in names:
-        project = dep.project_name(name)
-        if project not in records:
-            try:
-                records[project] = runstate.load(project)
-            except BundleError:
-                records[project] = None
+        for project in targets.launched_projects(dep.project_name(name)):
+            if project not in records:
+                try:
+                    records[project] = runstate.load(project)
+                except BundleError:
+                    records[project] = None
     out = []
     for project, record in records.items():
         topology = registry.get(record.topology) if record else _topology_of(dep, project, names)
-        out.append(Target(project, topology, record, tuple(docker.project_containers(project)),
+        containers = tuple(docker.project_containers(project))
+        if record is None and not containers and project != dep.project_name(topology.name):
+            continue  # another target's project of this topology, never launched here: not a candidate
+        out.append(Target(project, topology, record, containers,
                           named_dep=dep if named else None))
     return sorted(out, key=lambda t: (not t.up, t.project))
 
@@ -98,4 +102,4 @@ def one_running(args: argparse.Namespace, *, verb: str) -> Target:
 
 
 def _topology_of(dep: Deployment, project: str, names: list[str]) -> Topology:
-    return next(registry.get(n) for n in names if dep.project_name(n) == project)
+    return next(registry.get(n) for n in names if project in targets.launched_projects(dep.project_name(n)))

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.commands._common import load
     from bundle.images.audit import audit
     from bundle.images.audit.report import render_json, render_table, save
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
 
     dep = load(args)
     lock = load_lock()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from bundle.commands._common import add_config_argument, add_topology_argument
+from bundle.errors import EXIT_USAGE
 
 HELP = "benchmark the running topology with SGLang's bench_serving; JSON line, table and plot under runs/"
 
@@ -53,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from bundle.service import bench as bench_service
-    from bundle.verify import bench
-    from bundle.verify import report
+    from bundle.verify import bench, comparable, runstore, tables
+    from bundle.verify.console import report_console
+    from bundle.verify.plot import plot_bench
     from bundle.stack import runstate
     from bundle.commands._target import one_running
     from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
@@ -65,11 +67,11 @@ def run(args: argparse.Namespace) -> int:
     for value, name in ((args.input_len, "--input-len"), (args.output_len, "--output-len"),
                         (args.prompts_per_concurrency, "--prompts-per-concurrency")):
         if value is not None and value < 1:
-            raise BundleError(f"{name} must be at least 1", exit_code=2)
+            raise BundleError(f"{name} must be at least 1", exit_code=EXIT_USAGE)
     if args.concurrency and min(args.concurrency) < 1:
-        raise BundleError("--concurrency levels must be at least 1", exit_code=2)
+        raise BundleError("--concurrency levels must be at least 1", exit_code=EXIT_USAGE)
     if args.gate is not None and (args.gate < 0 or args.soak):
-        raise BundleError("--gate takes a percentage >= 0 and gates a benchmark, not a soak", exit_code=2)
+        raise BundleError("--gate takes a percentage >= 0 and gates a benchmark, not a soak", exit_code=EXIT_USAGE)
     if args.soak:
         return _soak(args, target)
     env = record.env
@@ -77,18 +79,17 @@ def run(args: argparse.Namespace) -> int:
                       output_len=args.output_len, prompts_per_concurrency=args.prompts_per_concurrency,
                       level_timeout=args.level_timeout, range_ratio=args.range_ratio, label=args.label)
     front = front_door(dep, topology)
-    console = report.console(stderr=args.json)
-    history = report.read_jsonl(runstate.project_dir(record.project) / report.BENCH_HISTORY)
-    previous = report.previous_bench(history, topology=topology.name)
-    compared_as = "previous run"
+    console = report_console(stderr=args.json)
+    history = runstore.read_jsonl(runstate.project_dir(record.project) / runstore.BENCH_HISTORY)
+    against, compared_as = None, "previous run"
     if args.against:  # e.g. the defaults' run that `bundle tune` names in bundle.tuned.yaml
         from bundle.verify.bench import gate_reference
 
-        previous, compared_as = gate_reference(history, {"run_id": None}, args.against), "run"
-        if previous is None:
+        against, compared_as = gate_reference(history, {"run_id": None}, args.against), "run"
+        if against is None:
             raise BundleError(f"--against {args.against!r}: no such run in "
-                              f"{runstate.project_dir(record.project) / report.BENCH_HISTORY} (or it names more "
-                              f"than one)", hint="name a run_id of that file", exit_code=2)
+                              f"{runstate.project_dir(record.project) / runstore.BENCH_HISTORY} (or it names more "
+                              f"than one)", hint="name a run_id of that file", exit_code=EXIT_USAGE)
     console.print(f"bench {topology.name}: bench_serving in the image against {plan.base_url}; "
                   f"dataset: {plan.dataset_source}")
 
@@ -115,15 +116,20 @@ def run(args: argparse.Namespace) -> int:
         result, run_dir = bench_service.run_bench(dep, topology, record, plan, on_level=on_level,
                                                   on_progress=on_progress)
     baseline = asdict(dep.bench.baseline) if dep.bench.baseline else None
-    plot = report.plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
+    # Only like with like in percent (bundle/verify/comparable.py): the named run is shown even when
+    # it is unlike (its row says why there is no comparison); otherwise the latest run like this one.
+    previous = against or runstore.previous_bench(history, result)
+    unlike_previous = None if previous else comparable.latest_unlike(history, result)
+    plot = plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
     if args.json:
         print(front.redact(json.dumps(result, indent=2)))
     else:
-        console.print(report.bench_table(result))
-        comparison = report.comparison_table(result, baseline, previous, previous_name=compared_as)
+        console.print(tables.bench_table(result))
+        comparison = tables.comparison_table(result, baseline, previous, previous_name=compared_as,
+                                             unlike_previous=unlike_previous)
         console.print(comparison if comparison is not None else
                       "nothing to compare with: no C=1 level for the baseline, no previous run")
-    console.print(f"recorded: {runstate.project_dir(record.project) / report.BENCH_HISTORY} "
+    console.print(f"recorded: {runstate.project_dir(record.project) / runstore.BENCH_HISTORY} "
                   f"(run {result['run_id']}); details: {run_dir}"
                   + (f"; plot: {plot}" if plot else "; no plot (pip install '.[plot]' for matplotlib)"))
     gated = _gate(args, history, result, run_dir, console) if args.gate is not None else None
@@ -144,7 +150,7 @@ def _gate(args, history, result, run_dir, console) -> dict:
     """The gate's verdict (also written to the run's gate.json); no earlier run to compare with is
     an error, never a silent pass."""
     from bundle.errors import EXIT_FAILED, BundleError
-    from bundle.verify import bench, report
+    from bundle.verify import bench, comparable, runstore, tables
 
     reference = bench.gate_reference(history, result, args.against)
     if reference is None:
@@ -153,9 +159,15 @@ def _gate(args, history, result, run_dir, console) -> dict:
         raise BundleError(f"bench --gate: {wanted}; nothing to gate against (this run is recorded: "
                           f"{result['run_id']})", hint="run once without --gate to record a reference, or "
                           "name one with --against RUN", exit_code=EXIT_FAILED)
+    if reason := comparable.unlike(result, reference):
+        raise BundleError(f"bench --gate against run {reference.get('run_id')}: no comparison: {reason} "
+                          f"(this run is recorded: {result['run_id']})",
+                          hint="gate against a run of the same topology, GPU or rehearsal mode, target and "
+                               "lengths (--against RUN), or run once without --gate to record one",
+                          exit_code=EXIT_FAILED)
     gated = bench.gate(result, reference, args.gate)
-    report.write_json(run_dir / "gate.json", gated)
-    for line in report.gate_lines(gated):
+    runstore.write_json(run_dir / "gate.json", gated)
+    for line in tables.gate_lines(gated):
         console.print(line, markup=False)
     return gated
 
@@ -166,18 +178,19 @@ def _soak(args, target) -> int:
     from bundle.errors import EXIT_FAILED, BundleError
     from bundle.service import bench as bench_service
     from bundle.stack.frontdoor import front_door
-    from bundle.verify import bench, report
+    from bundle.verify import bench, tables
+    from bundle.verify.console import report_console
 
     dep, topology, record = target.dep, target.topology, target.launch
     duration = parse_duration(args.soak, what="--soak")
     concurrency = args.concurrency or [max(dep.bench.concurrency)]
     if len(concurrency) != 1:
-        raise BundleError("--soak runs one concurrency: give --concurrency one level", exit_code=2)
+        raise BundleError("--soak runs one concurrency: give --concurrency one level", exit_code=EXIT_USAGE)
     plan = bench.plan(dep, topology, record.env, concurrency=concurrency, input_len=args.input_len,
                       output_len=args.output_len, prompts_per_concurrency=args.prompts_per_concurrency,
                       level_timeout=args.soak, range_ratio=args.range_ratio, label=args.label)
     front = front_door(dep, topology)
-    console = report.console(stderr=args.json)
+    console = report_console(stderr=args.json)
     console.print(f"soak {topology.name}: C={concurrency[0]} for {duration:.0f} s against {plan.base_url}")
     result, run_dir = bench_service.run_soak(
         dep, topology, record, plan, duration_s=duration,
@@ -187,7 +200,7 @@ def _soak(args, target) -> int:
 
         print(front.redact(json.dumps(result, indent=2)))
     else:
-        console.print(report.soak_table(result))
+        console.print(tables.soak_table(result))
     console.print(f"recorded: {runstate_path(record.project)} (run {result['run_id']}); details: {run_dir}")
     if not result["ok"]:
         s = result["soak"]
@@ -200,6 +213,6 @@ def _soak(args, target) -> int:
 
 def runstate_path(project: str):
     from bundle.stack import runstate
-    from bundle.verify import report
+    from bundle.verify import runstore
 
-    return runstate.project_dir(project) / report.BENCH_HISTORY
+    return runstate.project_dir(project) / runstore.BENCH_HISTORY

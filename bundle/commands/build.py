@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 
 from bundle.images import build
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 
 HELP = "build the layered images pinned by docker/lock.toml (--dry-run prints the plan)"
 
@@ -22,9 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{', '.join(build.LAYER_NAMES)}")
     parser.add_argument("--no-cache", action="store_true", help="rebuild every step, reuse nothing")
     parser.add_argument("--standin", action="store_true",
-                        help="CI: build every layer on the stand-in for the CUDA base "
-                             f"({build.STANDIN_BASE}: Debian bookworm + CPython 3.12, made by "
-                             f"{build.STANDIN_SCRIPT} when missing) under <repo>-standin")
+                        help="a local build, never pushed: the same layers named <repo>-standin without the "
+                             "registry (CI, the rehearsal's parent)")
+    parser.add_argument("--kernels", nargs="+", metavar="NAME", default=None,
+                        help="compile only these FlashInfer modules in the kernels layer (default: every module "
+                             "the predicted choices may load; with --standin: norm, one small module)")
     parser.add_argument("--no-sbom", action="store_true",
                         help="build the runtime layer without the CycloneDX SBOM (and its label)")
     parser.add_argument("--lock", default=None, help="path of the lock (default docker/lock.toml)")
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     lock = load_lock(args.lock)
-    plan = build.make_plan(lock, standin=args.standin)
+    plan = build.make_plan(lock, standin=args.standin, kernels=args.kernels)
     layers = build.select_layers(plan, args.layer)
     if args.dry_run:
         _print_plan(console, plan, layers)
@@ -54,7 +56,7 @@ def _print_plan(console: Console, plan: build.Plan, layers: list[build.LayerPlan
     """Plain lines, not a table: the plan is read in CI logs and terminals of any width."""
     lock = plan.lock
     out = [f"lock {lock.path}  hash {lock.hash}  image {plan.layers[-1].extra_tags[0]}"
-           + (f"  (stand-in build on {build.STANDIN_BASE}: no CUDA toolkit)" if plan.standin else "")]
+           + ("  (local build, never pushed: named without the registry)" if plan.standin else "")]
     states = _states(layers)
     for i, lp in enumerate(layers, 1):
         out.append(f"[{i}/{len(layers)}] {lp.name:<9} {lp.tag}  {states.get(lp.name, '')}")

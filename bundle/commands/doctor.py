@@ -45,7 +45,7 @@ def build_context(args: argparse.Namespace):
     image = args.image or dep.image_ref
     lock_hash, pin = None, None
     try:
-        from bundle.images.lock import load_lock
+        from bundle.lock import load_lock
         from pathlib import Path
 
         from bundle.images.model import pin_for_folder

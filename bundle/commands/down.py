@@ -36,11 +36,18 @@ def run(args: argparse.Namespace) -> int:
     before = target.containers
     volumes_removed = target.stack().down(volumes=args.volumes, timeout=args.timeout)
     left = docker.project_containers(target.project) + docker.project_networks(target.project)
+    # Only the volumes its launch recorded as made are down's to remove: compose keeps the cache
+    # and data volumes by design, and another target's launch under the same project name made others.
+    own = set(target.record.created_volumes) if target.record else set()
+    volumes = docker.project_volumes(target.project)
     if volumes_removed:
-        left += docker.project_volumes(target.project)
+        left += sorted(own & set(volumes))
     if left:
         print(f"{target.project}: still present after down: {', '.join(left)}")
         return 1
     kept = "" if volumes_removed else " (cache volume kept)"
     print(f"{target.project}: removed {len(before)} containers and its network{kept}")
+    alone = sorted(set(volumes) - own) if volumes_removed else []
+    if alone:
+        print(f"{target.project}: left alone (not made by this launch): {', '.join(alone)}")
     return 0

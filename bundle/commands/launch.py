@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from bundle.commands._common import add_config_argument, add_rehearsal_arguments, add_topology_argument, sim_knobs
-from bundle.render import targets
+from bundle.service import targets
 from bundle.service.launch import LaunchRequest
 
 HELP = "bring a topology up and wait until it truly serves (health, router, one generation); reconciles one that is up"
@@ -29,13 +29,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", choices=targets.LAUNCHABLE, default=targets.DEFAULT,
                         help="compose (default): this host; slurm: one sbatch job (with --rehearsal: on a real "
                              "Slurm cluster of containers made here, docs/slurm.md)")
+    parser.add_argument("--no-recreate", action="store_true",
+                        help="on a project that is up: only start what is stopped or missing, never recreate a "
+                             "container whose configuration changed (as `docker compose up --no-recreate`)")
     parser.add_argument("--keep-on-failure", action="store_true",
                         help="leave the containers running after a failed start, for debugging")
 
 
 def run(args: argparse.Namespace) -> int:
     knobs = sim_knobs(args)  # also resolves args.rehearsal to None, "engine" or "sim"
-    service = targets.get(args.target).launch_service()
+    service = targets.get(args.target).launcher
     service.launch(LaunchRequest(topology=args.topology, config=args.config, rehearsal=args.rehearsal, sim=knobs,
-                         timeout=args.timeout, monitoring=args.monitoring, keep_on_failure=args.keep_on_failure))
+                         timeout=args.timeout, monitoring=args.monitoring, keep_on_failure=args.keep_on_failure,
+                         target=args.target, no_recreate=args.no_recreate))
     return 0

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from bundle.images.lock import default_lock_path
+    from bundle.lock import default_lock_path
     from bundle.images.lock_edit import set_published_digest
 
     path = args.lock or default_lock_path()

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.commands._common import load
     from bundle.errors import EXIT_CONFIG, BundleError
     from bundle.images import model
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
 
     from bundle.rules import checkpoint
 

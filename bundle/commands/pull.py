@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
     from bundle.images.pull import not_published_error, pull_verified, target_from_lock
     from bundle.stack import engine
 

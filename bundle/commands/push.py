@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from bundle.images import publish
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
     from bundle.stack import engine
 
     lock = load_lock(args.lock)

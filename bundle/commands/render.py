@@ -1,6 +1,6 @@
 """`bundle render tp4|pd|dp [-c FILE]`: write the env file and print compose's own resolved configuration;
 `bundle render --target NAME tp4|pd|dp [-c FILE] -o DIR`: write the same topology for another engine
-(the targets: bundle/render/targets.py)."""
+(the targets: bundle/service/targets.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import yaml
 
-from bundle.commands._common import BARE_REHEARSAL, add_config_argument, add_topology_argument, resolve_rehearsal
-from bundle.errors import EXIT_USAGE, BundleError, ConfigError
-from bundle.render import targets
+from bundle.commands._common import add_config_argument, add_rehearsal_argument, add_topology_argument, resolve_rehearsal
+from bundle.errors import EXIT_USAGE, BundleError
+from bundle.service import rehearsal, targets
 from bundle.service.prepare import prepare
-from bundle.topology import REHEARSAL_MODES
+from bundle.service.render import render_target
 
 HELP = ("write runs/<project>/bundle.env and print the configuration exactly as docker compose resolves it; "
         f"--target {'|'.join(n for n in targets.NAMES if n != targets.DEFAULT)} writes the topology for "
@@ -24,9 +24,8 @@ HELP = ("write runs/<project>/bundle.env and print the configuration exactly as 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_topology_argument(parser)
     add_config_argument(parser)
-    parser.add_argument("--rehearsal", nargs="?", const=BARE_REHEARSAL, default=None,
-                        choices=[*REHEARSAL_MODES, BARE_REHEARSAL], metavar="engine|sim",
-                        help="add a rehearsal overlay, no GPUs: engine (default) = SGLang on CPU, sim = simulators")
+    add_rehearsal_argument(parser, help="add a rehearsal overlay, no GPUs: " + "; ".join(
+        f"{m.name}{' (default)' if m.name == rehearsal.BARE else ''} = {m.summary}" for m in rehearsal.MODES.values()))
     parser.add_argument("--format", choices=("yaml", "json"), default="yaml")
     parser.add_argument("--target", choices=targets.NAMES, default=targets.DEFAULT,
                         help="; ".join(f"{t.name}{' (default)' if t.name == targets.DEFAULT else ''}: {t.help}"
@@ -80,21 +79,11 @@ def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
     # The compose render and its rules: the same command lines. A target that takes --rehearsal renders
     # the rehearsal's variant from the rehearsal's compose render.
     mode = resolve_rehearsal(args) if target.rehearsal else None
-    prepared = prepare(args.topology, config=args.config, rehearsal=mode)
-    dep = prepared.dep
-    checker = target.checker()
-    if checker is not None:
-        checker.check(dep, prepared.topology).raise_if_errors(dep.source.name)
-    output = (target.renderer().for_target(dep, prepared.rendered, rehearsal=mode) if target.rehearsal
-              else target.renderer().for_target(dep, prepared.rendered))
-    problems = checker.problems(output) if checker is not None else []
-    if problems:
-        raise ConfigError([f"{line}; it was made from {dep.source.name}: check the value it came from, else "
-                           f"report it as a bundle bug" for line in problems], source=dep.source.name)
-    for warning in (*prepared.findings.warnings, *output.warnings):
+    made = render_target(target.renderer, target.rules, args.topology, config=args.config, rehearsal=mode)
+    output, checked = made.output, made.checked
+    for warning in made.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     written = output.write(Path(args.output))
-    checked = f"checked: {checker.CHECKED}" if checker is not None else "not checked beyond the compose rules"
     if args.kubectl_dry_run:
         from bundle.rules import manifests
 

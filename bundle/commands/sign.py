@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bundle.errors import EXIT_CONFIG, BundleError
     from bundle.images import signature
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
     from bundle.images.reference import DIGEST
 
     if not DIGEST.match(args.digest):

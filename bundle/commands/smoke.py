@@ -26,13 +26,14 @@ def run(args: argparse.Namespace) -> int:
     from bundle.service.smoke import run_smoke
     from bundle.stack import runstate
     from bundle.stack.frontdoor import front_door
-    from bundle.verify import report
+    from bundle.verify import tables
+    from bundle.verify.console import report_console
     from bundle import topology as registry
     from bundle.verify.smoke import compare_answers, last_comparable_report
 
     target = one_running(args, verb="smoke-test")
     dep, topology = target.dep, target.topology
-    console = report.console(stderr=args.json)
+    console = report_console(stderr=args.json)
     with console.status(f"smoke-testing {topology.name} at {front_door(dep, topology).url} ..."):
         smoked = run_smoke(dep, topology, target.launch)
     result, front = smoked.result, smoked.front
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(front.redact(json.dumps(data, indent=2)))
     else:
-        console.print(report.smoke_table(data))
+        console.print(tables.smoke_table(data))
         console.print(f"report: {path}")
     if not result.ok:
         reasons = smoked.reasons

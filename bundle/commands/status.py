@@ -7,7 +7,7 @@ import argparse
 import json
 
 from bundle.commands._common import add_config_argument, add_topology_argument
-from bundle.topology import rehearsal_mode
+from bundle.service import rehearsal, targets
 
 HELP = "show what runs: containers, health, restarts, ports, hung or paused servers, and whether the front door serves"
 WORKER_PROBE_SECONDS = 5  # a server that cannot answer /health in this long is flagged as hung
@@ -35,6 +35,7 @@ def front_door_serves(front) -> dict:
         reply = requests.post(front.chat_url, json=front.chat_body("ping", max_tokens=1), headers=front.headers,
                               timeout=FRONT_PROBE_SECONDS)
         door["serving"] = reply.status_code == 200
+        door["status"] = reply.status_code
         door["detail"] += f"; a one-token generation: HTTP {reply.status_code}"
     except requests.RequestException as exc:
         door["detail"] += f"; a one-token generation: {type(exc).__name__} within {FRONT_PROBE_SECONDS} s"
@@ -54,6 +55,21 @@ def _server_problem(state, workers, service: str) -> str | None:
     return None
 
 
+def _kv_path(target, workers) -> dict:
+    """When a disaggregated front door answers server errors: the KV path's evidence, as launch's
+    early stop names it (bundle/verify/kv_path.py), if decode counts failed transfers."""
+    from bundle.errors import BundleError
+    from bundle.verify import kv_path
+
+    router = target.topology.router
+    try:
+        log = str(target.stack().logs(router.name, tail=200)) if router else ""
+    except BundleError:
+        log = ""
+    found = kv_path.evidence(workers, target.topology, router_log=log)
+    return {"kv_path": found.text(), "kv_path_fix": kv_path.HINT} if found.broken else {}
+
+
 def collect(target) -> dict:
     from bundle.stack.frontdoor import front_door
     from bundle.stack.workers import ComposeWorkers
@@ -67,6 +83,8 @@ def collect(target) -> dict:
         dep = target.dep
         workers = ComposeWorkers(target.stack(), {name: name for name in servers}, port=dep.network.worker_port)
         door = front_door_serves(front_door(dep, target.topology))
+        if target.topology.disaggregated and door.get("status", 0) >= 500:
+            door.update(_kv_path(target, workers))
     for s in states:
         problem = _server_problem(s, workers, s.service) if s.service in servers else (
             "paused" if s.state == "paused" else None)
@@ -79,11 +97,9 @@ def collect(target) -> dict:
                            "restarts": s.restart_count, "exit_code": s.exit_code, "ports": s.ports,
                            "problem": problem, "processes": processes})
     out = {"topology": target.topology.name, "project": target.project,
-           "rehearsal": rehearsal_mode(record.rehearsal if record else None), "containers": containers, "front_door": door}
-    if record is not None and record.target == "slurm":  # the job as Slurm sees it (squeue, sinfo)
-        from bundle.slurm.stack import job_summary
-
-        out["slurm"] = job_summary(target.project)
+           "rehearsal": rehearsal.name_of(rehearsal.parse(record.rehearsal if record else None)), "containers": containers, "front_door": door}
+    if record is not None and targets.get(record.target).status is not None:
+        out[record.target] = targets.get(record.target).status(target.project)  # e.g. the Slurm job: squeue, sinfo
     return out
 
 
@@ -98,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from bundle.verify import report
+    from bundle.verify.console import report_console
 
-    console = report.console()
+    console = report_console()
     if not reports:
         console.print("nothing is running (no launched topology has containers)")
     for one in reports:
@@ -126,4 +142,7 @@ def run(args: argparse.Namespace) -> int:
         door = one["front_door"]
         mark = "[green]serving[/]" if door["serving"] else "[red]not serving[/]"
         console.print(f"front door {door['url']}: {mark} ({door['detail']})")
+        if door.get("kv_path"):
+            console.print(f"[red]the KV transfer between prefill and decode fails[/]: {door['kv_path']}\n"
+                          f"  fix: {door['kv_path_fix']}", markup=True)
     return 0

@@ -67,7 +67,7 @@ def _cell(value, fmt: str) -> str:
 def _print(project: str, rows, seconds: float) -> None:
     from rich.table import Table
 
-    from bundle.verify import report
+    from bundle.verify.console import report_console
 
     table = Table(title=f"{project}: over the last {seconds:.1f} s", title_justify="left")
     for column in ("server", "tok/s", "TTFT ms", "TPOT ms", "queue", "running", "KV use", "KV GB/s"):
@@ -76,4 +76,4 @@ def _print(project: str, rows, seconds: float) -> None:
         table.add_row(r.service, _cell(r.tokens_per_s, ".1f"), _cell(r.ttft_ms, ".0f"), _cell(r.tpot_ms, ".1f"),
                       _cell(r.queue, ".0f"), _cell(r.running, ".0f"), _cell(r.kv_use, ".0%"),
                       _cell(r.kv_transfer_gb_s, ".1f"))
-    report.console().print(table)
+    report_console().print(table)

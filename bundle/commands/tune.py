@@ -15,7 +15,7 @@ import argparse
 
 from bundle.commands._common import (add_config_argument, add_rehearsal_arguments, add_topology_argument,
                                      resolve_rehearsal, sim_knobs)
-from bundle.topology import REHEARSAL_ENGINE, REHEARSAL_SIM
+from bundle.service import rehearsal
 
 HELP = "sweep the levers on this box (launch, attest, smoke, bench, down each); keep the winner as bundle.tuned.yaml"
 
@@ -53,20 +53,23 @@ def run(args: argparse.Namespace) -> int:
     from bundle.config.source import read_yaml
     from bundle.durations import parse_duration
     from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, BundleError
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
     from bundle.stack import docker, engine, runstate
     from bundle.tune import plan as planner
     from bundle.tune import report as tune_report
     from bundle.tune import results, runner
     from bundle.tune.space import load_space, objective_of
-    from bundle.verify import report
+    from bundle.verify import runstore
+    from bundle.verify.console import report_console
 
-    console = report.console()
+    console = report_console()
     # `bundle tune` stays on the simulator: its SIM_SPEED_RULES give each candidate a speed.
-    if resolve_rehearsal(args, default=REHEARSAL_SIM) == REHEARSAL_ENGINE:
-        raise BundleError("bundle tune rehearses on the worker simulator only (its speed rules rank the "
-                          "candidates); the CPU engine's speed says nothing about a GPU host", exit_code=2,
-                          hint="use --rehearsal (or --rehearsal sim)")
+    mode = resolve_rehearsal(args, tuning=True)
+    if mode is not None and not mode.tunable:
+        tunable = [m.name for m in rehearsal.MODES.values() if m.tunable]
+        raise BundleError(f"bundle tune rehearses on the worker simulator only (its speed rules rank the "
+                          f"candidates); the {mode.summary}'s speed says nothing about a GPU host",
+                          exit_code=EXIT_USAGE, hint=f"use --rehearsal (or --rehearsal {' or '.join(tunable)})")
     knobs = sim_knobs(args)
     # 1. Everything that can be refused before anything starts: the config, the space, every candidate.
     config_path = find_config(args.config)
@@ -98,10 +101,8 @@ def run(args: argparse.Namespace) -> int:
         raise BundleError(f"{plan.project} is up: bundle tune launches each candidate itself",
                           hint=f"`bundle down {args.topology}` first (the JIT cache volume is kept)",
                           exit_code=EXIT_ENVIRONMENT)
-    if args.rehearsal:
-        from bundle.images import rehearsal as rehearsal_image
-
-        rehearsal_image.ensure_image()
+    if mode is not None:
+        mode.ensure_artifacts(report=print)
     # 2. The sweep. A signal ends it here, the candidate's stack already down.
     started = time.monotonic()
     sweep_dir = runstate.new_run_dir(plan.project, "tune")
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         tuned_path.write_text(tune_report.tuned_config(
             user, winner, reference, topology=args.topology, objective=objective, rehearsal=args.rehearsal,
             sweep_dir=sweep_dir, space_name=space.name, project=plan.project))
-    report.write_json(sweep_dir / "sweep.json", tune_report.sweep_record(
+    runstore.write_json(sweep_dir / "sweep.json", tune_report.sweep_record(
         plan, ranked, objective=objective, interrupted=interrupted is not None, winner=winner,
         tuned=str(tuned_path) if tuned_path else None))
     console.print(f"results: {results.results_path(plan.project)}; sweep: {sweep_dir / 'sweep.json'}"

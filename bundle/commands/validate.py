@@ -33,7 +33,7 @@ def _print_predicted(dep, topologies: list[str]) -> None:
     """What SGLang will pick on sm_120, from the last `bundle audit` of this lock's image with this
     config (running SGLang takes a minute; validate stays fast by reading the audit's record)."""
     from bundle.images.audit_record import latest_predicted
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
 
     found = latest_predicted(load_lock().hash, dep.source.name)
     if found is None:

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle import paths
     from bundle.commands._target import one_running
     from bundle.images.audit.core import Level
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
     from bundle.images.verify import verify_container
 
     target = one_running(args, verb="verify")

@@ -68,7 +68,7 @@ def load_config(path: str | Path | None) -> Deployment:
             # An empty file would otherwise mean the embedded defaults, and with them the default
             # compose project that someone else on this host may be running.
             raise ConfigError([f"{source.name}: the file is empty (no keys); write the keys to override "
-                               f"(see README, 'Configuration'), or leave out -c to use the embedded "
+                               f"(see docs/configuration.md), or leave out -c to use the embedded "
                                f"defaults (project {_defaults_source().data['project']!r})"],
                               source=source.name)
         problems = schema_problems(user, source)

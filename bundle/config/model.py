@@ -231,6 +231,30 @@ class Rdma:
 
 
 @dataclass(frozen=True)
+class Placement:
+    topology_key: str | None  # a node label naming a domain; None: no placement policy
+    exclusive: str  # slice | topology
+
+
+@dataclass(frozen=True)
+class DisaggregatedForm:
+    """kubernetes.<a disaggregated topology's section>: the form its servers take (form, slices,
+    placement, rollout, external_scaling)."""
+
+    key_path: tuple[str, ...]
+    form: str  # DisaggregatedSet | LeaderWorkerSets
+    slices: int
+    placement: Placement
+    max_surge: int | str  # a count or a percentage ("25%"), as LWS's intstr takes them
+    max_unavailable: int | str
+    external_scaling: tuple[str, ...]  # server roles (prefill, decode) scaled by an autoscaler
+
+    @property
+    def one_set(self) -> bool:
+        return self.form == "DisaggregatedSet"
+
+
+@dataclass(frozen=True)
 class Kubernetes:
     """bundle.yaml's `kubernetes:` section: what `bundle render --target k8s` adds to the topologies."""
 
@@ -250,9 +274,13 @@ class Kubernetes:
     jit_cache: JitCache
     rdma: Rdma
     roles: Mapping[tuple[str, ...], K8sRole]  # a server's config_key (("pd", "decode")) -> its pods
+    forms: Mapping[str, DisaggregatedForm]  # a disaggregated topology's config_section -> its form
 
     def role(self, config_key: tuple[str, ...]) -> K8sRole:
         return self.roles[tuple(config_key)]
+
+    def form(self, config_section: str) -> DisaggregatedForm:
+        return self.forms[config_section]
 
 
 @dataclass(frozen=True)
@@ -412,6 +440,15 @@ def _kubernetes(merged: dict) -> Kubernetes:
             default = merged[topology.config_section]["replicas"] if topology.replicated else 1
             roles[service.config_key] = K8sRole(("kubernetes", *service.config_key),
                                                 node.get("replicas") or default, node["nodes"])
+    forms = {}
+    for topology in registry.TOPOLOGIES.values():
+        if topology.disaggregated and topology.config_section not in forms:
+            node = k8s[topology.config_section]
+            placement, rollout = node["placement"], node["rollout"]
+            forms[topology.config_section] = DisaggregatedForm(
+                ("kubernetes", topology.config_section), node["form"], node["slices"],
+                Placement(placement["topology_key"], placement["exclusive"]),
+                rollout["max_surge"], rollout["max_unavailable"], tuple(node["external_scaling"]))
     return Kubernetes(
         namespace=k8s["namespace"], image_pull_policy=k8s["image_pull_policy"],
         image_pull_secret=k8s["image_pull_secret"], gpu_resource=k8s["gpu_resource"],
@@ -423,7 +460,7 @@ def _kubernetes(merged: dict) -> Kubernetes:
                                    storage["claim_name"]),
         jit_cache=JitCache(cache["type"], cache["host_path_root"], cache["storage_class"], cache["size"]),
         rdma=Rdma(rdma["resource"], rdma["count"], tuple(rdma["devices"])),
-        roles=MappingProxyType(roles),
+        roles=MappingProxyType(roles), forms=MappingProxyType(forms),
     )
 
 

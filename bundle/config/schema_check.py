@@ -2,17 +2,17 @@
 file, the line, the key path, what is wrong and what is allowed ("did you mean" for unknown keys).
 
 Used for bundle.yaml (bundle/config/bundle.schema.json) and docker/lock.toml
-(bundle/images/lock.schema.json). A property may carry "x-invalid": the words that follow its value
+(bundle/lock.schema.json). A property may carry "x-invalid": the words that follow its value
 when a pattern or enum refuses it ("is not an exact version ...").
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 
 from bundle import memo
 from bundle.config.source import Source, format_path
+from bundle.errors import did_you_mean
 
 
 def problems(data: dict, schema: dict, source: Source, *, fix: str | None = None) -> list[str]:
@@ -41,8 +41,8 @@ def _describe(error, source: Source) -> list[str]:
         allowed = sorted(error.schema.get("properties", {}))
         out = []
         for key in sorted(set(error.instance) - set(allowed)):
-            guess = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f"did you mean '{guess[0]}'? " if guess else ""
+            guess = did_you_mean(key, allowed)
+            hint = f"{guess} " if guess else ""
             where = source.where(path + (key,))
             text = error.schema.get("x-unknown", "unknown key")
             out.append(f"{where}: {format_path(path + (key,))}: {text}; {hint}allowed here: {', '.join(allowed)}")

@@ -83,7 +83,7 @@ def read_yaml(path: Path) -> Source:
     except IsADirectoryError:
         raise ConfigError([f"{path}: is a folder; point -c at a bundle.yaml file"], source=str(path)) from None
     except FileNotFoundError:
-        raise ConfigError([f"{path}: file not found; create it (see README, 'Configuration') "
+        raise ConfigError([f"{path}: file not found; create it (see docs/configuration.md) "
                            f"or leave out -c to use the embedded defaults"], source=str(path)) from None
     except OSError as exc:
         raise ConfigError([f"{path}: cannot be read: {exc.strerror}"], source=str(path)) from None

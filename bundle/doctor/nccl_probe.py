@@ -29,6 +29,7 @@ import time
 
 RESULT_PREFIX = "NCCL_PROBE_RESULT "
 RANK_PREFIX = "NCCL_PROBE_RANK "
+ERROR_CHARS = 2000  # a rank's error, cut to keep its line under PIPE_BUF
 
 
 def _free_port() -> int:
@@ -80,7 +81,14 @@ def run_worker(args) -> int:
         dist.destroy_process_group()
     except Exception as exc:  # noqa: BLE001 - reported as data, the parent decides
         out["error"] = f"{type(exc).__name__}: {exc}"
-    print(RANK_PREFIX + json.dumps(out), flush=True)
+    if len(out.get("error") or "") > ERROR_CHARS:
+        out["error"] = out["error"][:ERROR_CHARS] + " ..."
+    # One write(2) of the whole line: the ranks share the parent's pipe (their stderr too), and
+    # print() may reach it in more than one write (unbuffered, it writes the text and its newline
+    # apart), so another rank's output could land inside the line (seen in CI: two ranks' JSON on
+    # one line). A pipe keeps a write of at most PIPE_BUF (4096) bytes whole, hence the error's cap.
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (RANK_PREFIX + json.dumps(out) + "\n").encode())
     return 0 if out["ok"] else 1
 
 

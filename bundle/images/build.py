@@ -1,4 +1,4 @@
-"""Plan and build the layered images from the lock: base -> framework -> pd -> overlay -> runtime.
+"""Plan and build the layered images from the lock: base -> framework -> pd -> kernels -> overlay -> runtime.
 
 Each layer is tagged `<repo>:<layer>-<key>`, where the key is a sha256 over everything the layer
 is made of: its Dockerfile, its build arguments (taken from the lock, the parent's tag included)
@@ -13,7 +13,6 @@ below it are complete and kept, to be reused by the next attempt.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -24,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundle import __version__, paths
-from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, BundleError
-from bundle.images import legacy
-from bundle.images.lock import LOCK_HASH_LABEL, Lock
+from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, BundleError, did_you_mean
+from bundle.images import kernels_jit, legacy
+from bundle.lock import LOCK_HASH_LABEL, Lock
 from bundle.images.reference import local_name
 
 LAYER_LABEL = "io.sglang-bundle.layer"
@@ -54,9 +53,11 @@ class LayerSpec:
 
 
 def _base_args(lock: Lock) -> dict[str, str]:
+    """The project's own base (no registry base, here and on a GPU host): the Debian root with
+    CPython 3.12 (BUNDLE_STANDIN_BASE picks another local one), the [cuda] toolchain above it."""
     base = lock.data["base"]
-    return {"BASE_IMAGE": base["image"], "APT_SNAPSHOT": base["apt_snapshot"],
-            "PYTHON_VERSION": base["python"], "CUDA_VERSION": base["cuda"],
+    return {"BASE_IMAGE": os.environ.get("BUNDLE_STANDIN_BASE", STANDIN_BASE), "APT_SNAPSHOT": "",
+            "PYTHON_VERSION": base["python"], "CUDA_VERSION": lock.data["cuda"]["line"],
             "TORCH_CUDA_ARCH_LIST": base["cuda_arch_list"]}
 
 
@@ -67,12 +68,17 @@ def _framework_args(lock: Lock) -> dict[str, str]:
 
 
 LAYERS: tuple[LayerSpec, ...] = (
-    LayerSpec("base", "CUDA 13.0 devel + cuDNN (Ubuntu 24.04), Python 3.12 with headers, gcc, uv",
-              ("docker/requirements/base.txt",), _base_args),
+    LayerSpec("base", "Debian bookworm + CPython 3.12, g++/ninja, the CUDA 13.0 toolkit wheels as "
+                      "/usr/local/cuda (driver link stub), NVIDIA_* env, uv",
+              ("docker/requirements/base.txt", "docker/cuda-home.sh", "docker/cuda-stub.py"), _base_args),
     LayerSpec("framework", "torch (cu130), SGLang, sglang-kernel, FlashInfer, tilelang + closure",
               ("docker/requirements/framework.txt",), _framework_args),
     LayerSpec("pd", "nixl (nixl-cu13 with its UCX) and smg (the router)",
               ("docker/requirements/pd.txt",), lambda lock: {}),
+    LayerSpec("kernels", "FlashInfer's JIT modules for the predicted choices, compiled for 12.0a into "
+                         "flashinfer/data/aot/ (bundle/images/kernels_jit.py)",
+              ("docker/kernels-build.py",),
+              lambda lock: {"KERNELS": kernels_jit.build_arg(kernels_jit.default_modules())}),
     LayerSpec("overlay", "the kernel overlay (kernels/)",
               ("docker/overlay-install.sh", "@overlay"),
               lambda lock: {"OVERLAY_VERSION": lock.data["overlay"]["version"]}),
@@ -168,8 +174,11 @@ def layer_key(root: Path, spec: LayerSpec, build_args: dict[str, str], inputs: l
     return digest.hexdigest()[:KEY_LENGTH]
 
 
-def make_plan(lock: Lock, *, standin: bool = False, root: Path | None = None) -> Plan:
-    """Every layer with its tag, key, build arguments and labels; asks Docker nothing."""
+def make_plan(lock: Lock, *, standin: bool = False, root: Path | None = None,
+              kernels: list[str] | None = None) -> Plan:
+    """Every layer with its tag, key, build arguments and labels; asks Docker nothing. `kernels`
+    narrows the kernels layer to those modules (default: kernels_jit.default_modules(), and
+    kernels_jit.LOCAL_MODULES for a `standin` build)."""
     root = root or paths.project_root()
     # A stand-in build is never pushed: it is named without the registry host.
     repo = f"{local_name(lock.image_repo)}-standin" if standin else lock.image_repo
@@ -178,9 +187,11 @@ def make_plan(lock: Lock, *, standin: bool = False, root: Path | None = None) ->
     parent_tag = None
     for spec in LAYERS:
         args = dict(spec.args(lock))
-        if spec.name == "base" and standin:
-            # The Python pin stays the lock's: the stand-in carries the same minor version.
-            args.update(BASE_IMAGE=os.environ.get("BUNDLE_STANDIN_BASE", STANDIN_BASE), APT_SNAPSHOT="")
+        if "KERNELS" in args and (kernels or standin):
+            # A local build (CI, the rehearsal's parent, `bundle upgrade`'s scratch build) compiles one
+            # small module through the same path; every caller that names the local chain's images
+            # (audit --standin, the tests) then agrees with `bundle build --standin`.
+            args["KERNELS"] = kernels_jit.build_arg(kernels or list(kernels_jit.LOCAL_MODULES))
         if parent_tag is not None:
             args["PARENT_IMAGE"] = parent_tag
         inputs = [lock.data["overlay"]["path"] if rel == "@overlay" else rel for rel in spec.inputs]
@@ -206,8 +217,8 @@ def select_layers(plan: Plan, names: list[str] | None) -> list[LayerPlan]:
     problems = []
     for name in names:
         if name not in LAYER_NAMES:
-            near = difflib.get_close_matches(name, LAYER_NAMES, n=1)
-            problems.append(f"unknown layer {name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+            near = did_you_mean(name, LAYER_NAMES)
+            problems.append(f"unknown layer {name!r}" + (f" ({near})" if near else ""))
     if problems:
         raise BundleError("; ".join(problems) + f"; layers are: {', '.join(present)}",
                           exit_code=EXIT_CONFIG, hint="bundle build --layer NAME [NAME ...], or no "
@@ -354,7 +365,7 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
     if not use_buildx:
         report("buildx is not installed: building with the legacy builder (no BuildKit; slower, "
                "no `docker buildx bake`). Install it with docker/install-buildx.sh.")
-    if plan.standin and layers[0].name == "base":
+    if layers[0].name == "base":
         ensure_standin_base(plan.layer("base").build_args["BASE_IMAGE"], plan.lock, report)
     first = plan.layers.index(layers[0])
     if first > 0:

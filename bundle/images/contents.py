@@ -12,7 +12,7 @@ from bundle.errors import EXIT_FAILED, BundleError
 from bundle.images.audit import checks_packages
 from bundle.images.audit.context import AuditContext, locked_packages, overlay_distribution
 from bundle.images.audit.core import Finding
-from bundle.images.lock import Lock
+from bundle.lock import Lock
 
 PROBE = Path(__file__).resolve().parent / "audit" / "probe.py"
 PROBE_MARK = "BUNDLE-PROBE "

@@ -7,9 +7,9 @@ from __future__ import annotations
 import subprocess
 
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.image_tags import DEBIAN_ROOT
 from bundle.paths import docker_dir
 
-DEBIAN_ROOT = "sglang-bundle/debian-root:bookworm"
 
 
 def ensure_debian_root() -> str:

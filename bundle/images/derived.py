@@ -2,32 +2,19 @@
 the monitoring profile's Prometheus): each tagged by a hash of every file it is built from plus its
 parent, so a build happens only when an input changed and never needs a registry.
 
-One place for what the three share: the inputs' tag, "build unless that tag exists" with BuildKit
+One place for what the three share (their tags: bundle/image_tags.py): "build unless that tag exists" with BuildKit
 (buildx where installed, the engine's own BuildKit otherwise) and the `image | tag` command line.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundle.errors import BundleError
-from bundle.paths import project_root
-
-
-def inputs_tag(repository: str, files: Iterable[Path], *parents: str) -> str:
-    """`repository:<12 hex>`: the hash of each file's path (from the project root) and bytes, then of
-    `parents` (a parent image's tag, a package version): any change gives a new tag."""
-    root = project_root()
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    digest.update(b"\0".join(parent.encode() for parent in parents))
-    return f"{repository}:{digest.hexdigest()[:12]}"
+from bundle.errors import EXIT_USAGE, BundleError
 
 
 @dataclass(frozen=True)
@@ -80,4 +67,4 @@ def command_line(module: str, argv: list[str], *, ensure: Callable[..., str], ta
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     print(f"usage: python -m {module} image{' [--rebuild]' if can_rebuild else ''} | tag", file=sys.stderr)
-    return 2
+    return EXIT_USAGE

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from bundle.errors import EXIT_CONFIG, BundleError
-from bundle.images.lock import Lock, load_lock
+from bundle.lock import Lock, load_lock
 from bundle.images.reference import DIGEST
 
 _TABLE = re.compile(r"^\s*\[([^\]]+)\]\s*(#.*)?$")

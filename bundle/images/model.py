@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
-from bundle.images.lock import Lock
+from bundle.lock import Lock
 from bundle.rules import checkpoint
 
 # Small files hashed in full; everything else (the shards) by size, and by sha256 on request.

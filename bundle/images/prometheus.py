@@ -9,45 +9,30 @@ from __future__ import annotations
 
 import sys
 
+from bundle.image_tags import DEBIAN_ROOT, prometheus_dockerfile, prometheus_tag, prometheus_version
 from bundle.images import derived
-from bundle.images.lock import load_lock
-from bundle.images.debian_root import DEBIAN_ROOT, ensure_debian_root
+from bundle.images.debian_root import ensure_debian_root
 from bundle.paths import docker_dir
-
-IMAGE_REPOSITORY = "sglang-bundle/prometheus"
-
-
-def _dockerfile():
-    return docker_dir() / "prometheus.Dockerfile"
-
-
-def package_version() -> str:
-    return load_lock().table("monitoring")["prometheus_debian_version"]
-
-
-def image_tag() -> str:
-    """sglang-bundle/prometheus:<hash of the Dockerfile, the package version and the base>."""
-    return derived.inputs_tag(IMAGE_REPOSITORY, [_dockerfile()], package_version(), DEBIAN_ROOT)
 
 
 def ensure_image(*, report=print) -> str:
     """Build the image unless one with the current inputs' tag exists; return its tag."""
     from bundle.stack import engine
 
-    tag = image_tag()
+    tag = prometheus_tag()
     if engine.image_exists(tag):
         return tag
     ensure_debian_root()
     derived.build_unless_present(derived.Build(
-        tag=tag, what="monitoring", dockerfile=_dockerfile(), context=docker_dir(),
-        build_args={"BASE_IMAGE": DEBIAN_ROOT, "PROMETHEUS_VERSION": package_version()}, label="prometheus"),
+        tag=tag, what="monitoring", dockerfile=prometheus_dockerfile(), context=docker_dir(),
+        build_args={"BASE_IMAGE": DEBIAN_ROOT, "PROMETHEUS_VERSION": prometheus_version()}, label="prometheus"),
         rebuild=True, report=report,  # presence was checked above, before the Debian root
-        detail=f" (Debian's prometheus {package_version()})")
+        detail=f" (Debian's prometheus {prometheus_version()})")
     return tag
 
 
 def main(argv: list[str]) -> int:
-    return derived.command_line("bundle.images.prometheus", argv, ensure=ensure_image, tag=image_tag)
+    return derived.command_line("bundle.images.prometheus", argv, ensure=ensure_image, tag=prometheus_tag)
 
 
 if __name__ == "__main__":

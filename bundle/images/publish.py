@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
-from bundle.images.lock import LOCK_HASH_LABEL, Lock
+from bundle.lock import LOCK_HASH_LABEL, Lock
 from bundle.images.reference import registry_of
 from bundle.images.sbom import SBOM_LABEL, SBOM_PATH
 

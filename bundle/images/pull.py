@@ -24,7 +24,7 @@ from bundle import paths
 from bundle.errors import EXIT_CONFIG, EXIT_FAILED, BundleError
 from bundle.images import contents, sbom, signature
 from bundle.images.audit.core import Level
-from bundle.images.lock import LOCK_HASH_LABEL, Lock
+from bundle.lock import LOCK_HASH_LABEL, Lock
 from bundle.stack import engine
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from bundle.image_tags import inputs_tag
 from bundle.images import derived
 from bundle.paths import docker_dir, project_root
 from bundle.stack import engine
@@ -30,7 +31,7 @@ def dockerfile() -> Path:
 def parent_image() -> str:
     """The stand-in chain's pd layer tag, as `bundle build --standin` names it from the lock."""
     from bundle.images.build import make_plan
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
 
     return make_plan(load_lock(), standin=True).layer(PARENT_LAYER).tag
 
@@ -47,7 +48,7 @@ def image_inputs() -> list[Path]:
 
 def image_tag(parent: str | None = None) -> str:
     """sglang-bundle/rehearsal:<hash of the inputs and the parent's tag>: a changed input gives a new tag."""
-    return derived.inputs_tag(IMAGE_REPOSITORY, image_inputs(), parent or parent_image())
+    return inputs_tag(IMAGE_REPOSITORY, image_inputs(), parent or parent_image())
 
 
 def ensure_image(*, rebuild: bool = False, report=print) -> str:
@@ -70,7 +71,7 @@ def _build_parent(report) -> None:
     """The stand-in chain up to its pd layer, as `bundle build --standin` builds it (each layer that
     exists is reused): a fresh host's first rehearsal needs nothing run by hand before it."""
     from bundle.images.build import execute, make_plan, select_layers
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
 
     plan = make_plan(load_lock(), standin=True)
     names = [lp.name for lp in plan.layers]

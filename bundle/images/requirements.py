@@ -1,7 +1,7 @@
 """The hashed Python locks of the image layers, generated from docker/lock.toml (`make lock`).
 
 docker/requirements/<layer>.in is rendered from the lock's pins; <layer>.txt is its resolution for
-CPython 3.12 on linux x86_64 (manylinux_2_39, glibc of Ubuntu 24.04) with a sha256 for every file, installed in the image
+CPython 3.12 on linux x86_64 (manylinux_2_36, glibc of Debian bookworm) with a sha256 for every file, installed in the image
 with hashes required and `--no-deps` (the lock is the whole closure, so nothing unhashed gets in).
 
 Layers and what they resolve:
@@ -26,14 +26,16 @@ import tempfile
 from pathlib import Path
 
 from bundle.errors import EXIT_ENVIRONMENT, BundleError, ConfigError
-from bundle.images.lock import Lock, load_lock, requirements_dir
+from bundle.images.cuda_toolchain import wheel_pins
+from bundle.lock import Lock, load_lock, requirements_dir
 
 LAYERS = ("base", "framework", "pd")
 FRAMEWORK_PACKAGES = ("torch", "sglang", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
                       "flashinfer-jit-cache", "tilelang")
 PD_PACKAGES = ("nixl", "nixl-cu13", "smg")
-# Ubuntu 24.04 (the CUDA base) has glibc 2.39; sglang 0.5.23 ships manylinux_2_34 wheels only.
-PLATFORM = "x86_64-manylinux_2_39"
+# The project's base is Debian bookworm (glibc 2.36), here and on a GPU host; sglang 0.5.23 ships
+# manylinux_2_34 wheels only.
+PLATFORM = "x86_64-manylinux_2_36"
 INPUTS_MARK = "# inputs-sha256: "
 _REQ_LINE = re.compile(r"^([A-Za-z0-9._-]+)==([^\s;\\]+)")
 
@@ -46,9 +48,12 @@ def _generated_header(layer: str) -> str:
 def render_inputs(lock: Lock) -> dict[str, str]:
     """The text of each <layer>.in, exactly as `make lock` writes it."""
     py = lock.data["python"]
-    base = [f"uv=={lock.data['base']['uv']}", f"setuptools=={py['setuptools']}"]
+    # The CUDA toolchain ([cuda]) is installed by the base layer and repeated in the framework's inputs:
+    # the framework closure must resolve to the same wheels (humming-kernels[cu13] asks for unpinned ones).
+    cuda = [f"{name}=={version}" for name, version in wheel_pins(lock).items()]
+    base = [f"uv=={lock.data['base']['uv']}", f"setuptools=={py['setuptools']}", *cuda]
     # setuptools again: the framework closure needs it too and must keep the base layer's version.
-    framework = [f"{name}=={py[name]}" for name in (*FRAMEWORK_PACKAGES, "setuptools") if name in py]
+    framework = [f"{name}=={py[name]}" for name in (*FRAMEWORK_PACKAGES, "setuptools") if name in py] + cuda
     pd = [f"{name}=={py[name]}" for name in PD_PACKAGES]
     return {
         "base": _generated_header("base") + "\n".join(base) + "\n",

@@ -11,7 +11,7 @@ from pathlib import Path
 from bundle.images.audit.checks_packages import VENV_SEED
 from bundle.images.audit.checks_sbom import SBOM_LABEL, SBOM_PATH
 from bundle.images.audit.context import locked_packages, overlay_distribution
-from bundle.images.lock import Lock
+from bundle.lock import Lock
 from bundle.images.requirements import normalise
 
 __all__ = ["SBOM_LABEL", "SBOM_PATH", "components", "problems"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bundle.images import contents
 from bundle.images.audit.core import Finding, Level
-from bundle.images.lock import LOCK_HASH_LABEL, Lock
+from bundle.lock import LOCK_HASH_LABEL, Lock
 
 REHEARSAL_LABEL = "io.sglang-bundle.image"  # "rehearsal" on the simulator's image
 

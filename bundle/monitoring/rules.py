@@ -76,6 +76,18 @@ def alerts(t: Thresholds) -> list[Alert]:
               t.slow_for, "warning",
               f"{{{{ $labels.job }}}}: median KV transfer below {t.kv_transfer_min_gb_s:g} GB/s: "
               "the TCP fallback, not cuda_ipc", "kvtransferslow"),
+        # The KV path broken while every health check passes (sglang #32652): decode counts each
+        # request whose transfer or bootstrap failed, and each request it aborted.
+        Alert("KvTransferFailing", f"sum by (job) (increase(sglang:num_transfer_failed_reqs_total[{w}])) > 0",
+              t.down_for, "critical",
+              "{{ $labels.job }}: KV transfers from prefill fail; requests through the router fail with it",
+              "kvtransferfailing"),
+        Alert("KvBootstrapFailing", f"sum by (job) (increase(sglang:num_bootstrap_failed_reqs_total[{w}])) > 0",
+              t.down_for, "critical",
+              "{{ $labels.job }}: KV transfer bootstraps with prefill fail", "kvbootstrapfailing"),
+        Alert("RequestsAborted", f"sum by (job) (rate(sglang:num_aborted_requests_total[{w}])) > 0",
+              t.slow_for, "warning",
+              "{{ $labels.job }} keeps aborting requests", "requestsaborted"),
         Alert("CudaGraphsOff",
               f'max by (job) (max_over_time(sglang:is_cuda_graph{{engine_type!="prefill"}}[{w}])) == 0'
               f" and on (job) sum by (job) (rate(sglang:generation_tokens_total[{w}])) > 0",

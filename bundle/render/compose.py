@@ -15,17 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from bundle import paths
 from bundle.config import levers
 from bundle.config.model import Deployment, Role, RouterSection
-from bundle.config.source import SAFE_LOADER
 from bundle.errors import ConfigError
 from bundle.monitoring.files import DIR_NAME as MONITORING_DIR_NAME, monitoring_files
 from bundle.monitoring.scrape import ROUTER_METRICS_PORT
+from bundle.render import compose_files
 from bundle.render.interpolate import split_command
-from bundle.topology import REHEARSAL_ENGINE, ROUTER_MODULE, SERVER_MODULE, Topology, rehearsal_mode
+from bundle.topology import ROUTER_MODULE, SERVER_MODULE, Topology
 
 ENV_FILE_NAME = "bundle.env"
 NO_FILE = "/dev/null"  # compose files read /dev/null as "no secret" / "no extra environment"
@@ -85,6 +84,12 @@ class Rendered:
         _write_env_file(self.env_file, self.env, ("(rendered)",), self.source_name)
         return self.env_file
 
+    def written_paths(self) -> list[Path]:
+        """Every file write() (re)writes: what a reconcile snapshots, to put back on roll back."""
+        return ([self.run_dir / f"{service}.env" for service in self.role_env]
+                + [self.run_dir / MONITORING_DIR_NAME / relative for relative in self.monitoring_files]
+                + [self.env_file])
+
     @property
     def warnings(self) -> tuple[str, ...]:
         """The compose render adds none of its own: the rules' warnings are prepare()'s."""
@@ -96,10 +101,11 @@ class Rendered:
         return f"docker compose -p {self.project} --env-file {self.env_file} {files}{profiles}"
 
 
-def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal: bool | str = False,
+def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal=None,
            extra_env: dict[str, str] | None = None,
            collectives: levers.Collectives | None = None, monitoring: bool = False) -> Rendered:
-    """Every variable topology's compose file reads, from the config; `extra_env` (the rehearsal's
+    """Every variable topology's compose file reads, from the config; `rehearsal`: a rehearsal mode
+    (service/rehearsal.py: its overlay and server-argument overrides) or None; `extra_env` (the rehearsal's
     values, a test's overrides) wins. `monitoring`: the monitoring profile on (with Grafana and the
     DCGM exporter outside a rehearsal). `collectives`: launch's per-host decision for
     levers.pcie_safe_collectives: auto (without one, auto renders the safe setting). Reads the
@@ -145,16 +151,14 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
     if monitoring:
         # A rehearsal runs Prometheus only: Grafana and the DCGM exporter come from a registry and
         # the exporter needs GPUs (docs/monitoring.md).
-        profiles += ["monitoring"] if rehearsal else ["monitoring", "grafana", "gpu-metrics"]
+        profiles += ["monitoring"] if rehearsal is not None else ["monitoring", "grafana", "gpu-metrics"]
     if profiles:
         env["COMPOSE_PROFILES"] = ",".join(profiles)  # so plain `docker compose --env-file` agrees
     env.update(extra_env or {})
-    if rehearsal_mode(rehearsal) == REHEARSAL_ENGINE:
-        # The CPU engine: each server's own command line plus the CPU overrides (docs/rehearsal.md).
-        from bundle.render.rehearsal_engine import server_arg_overrides
-
-        env.update(server_arg_overrides(topology, env))
-    files = tuple(topology.compose_files(rehearsal=rehearsal))
+    if rehearsal is not None and rehearsal.server_args is not None:
+        # e.g. the CPU engine: each server's own command line plus the CPU overrides (docs/rehearsal.md).
+        env.update(rehearsal.server_args(topology, env))
+    files = tuple(topology.compose_files(overlay=rehearsal.overlay_file(topology) if rehearsal else None))
     services = up_services(files, profiles)
     return Rendered(topology=topology, project=project, env=env, compose_files=files,
                     profiles=tuple(profiles),
@@ -163,24 +167,24 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
                     collectives=collectives,
                     monitoring=functools.partial(
                         monitoring_files, topology, dep.monitoring, worker_port=dep.network.worker_port,
-                        rehearsal=rehearsal, gpu_host=not rehearsal,
+                        rehearsal=rehearsal is not None, gpu_host=rehearsal is None,
                         active={s.name for s in topology.active_services(dep.replicas(topology))}))
 
 
 def for_target(dep: Deployment, rendered: Rendered) -> Rendered:
-    """The compose target (render/targets.py): the compose render is its own output."""
+    """The compose target (service/targets.py): the compose render is its own output."""
     return rendered
 
 
 def _monitoring_env(topology: Topology, run_dir: Path) -> dict[str, str]:
     """What compose/monitoring.yaml reads: its images (lock.toml's [monitoring]; Prometheus built
     here), the rendered files and the network it joins."""
-    from bundle.images import prometheus
-    from bundle.images.lock import load_lock
+    from bundle.image_tags import prometheus_tag
+    from bundle.lock import load_lock
 
     pins = load_lock().table("monitoring")
     return {"MONITORING_DIR": str(run_dir / MONITORING_DIR_NAME), "MONITORING_NETWORK": topology.network,
-            "PROMETHEUS_IMAGE": prometheus.image_tag(), "GRAFANA_IMAGE": pins["grafana"],
+            "PROMETHEUS_IMAGE": prometheus_tag(), "GRAFANA_IMAGE": pins["grafana"],
             "DCGM_EXPORTER_IMAGE": pins["dcgm_exporter"], "ROUTER_METRICS_PORT": str(ROUTER_METRICS_PORT)}
 
 
@@ -304,33 +308,13 @@ def _quote_env_value(value: str, key_path: tuple, source: str) -> str:
                        f"\" $ \\ and newlines, not both; simplify {value!r}"], source=source)
 
 
-class _ComposeLoader(SAFE_LOADER):
-    """YAML as compose reads it: its merge tags `!reset` (drop the inherited value) and `!override`
-    (replace it) load as the value they carry; the rehearsal overlays use `!reset`."""
-
-
-def _tagged_value(loader, node):
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
-
-
-for _tag in ("!reset", "!override"):
-    _ComposeLoader.add_constructor(_tag, _tagged_value)
-
-
 def up_services(files, profiles=()) -> dict[str, str | list]:
     """Each service `up` starts with `profiles` active -> its `command:` as the files spell it (the
     last file that sets it wins, as in compose). A contract test compares the resolved commands
     with `docker compose config`."""
     services: dict[str, dict] = {}
     for path in files:
-        data = yaml.load(Path(path).read_text(), Loader=_ComposeLoader) or {}  # noqa: S506 - a SafeLoader
-        for name, service in (data.get("services") or {}).items():
-            if not isinstance(service, dict):
-                continue
+        for name, service in compose_files.services(path).items():
             merged = services.setdefault(name, {})
             for key in ("command", "profiles"):
                 if key in service:

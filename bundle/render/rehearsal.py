@@ -28,7 +28,10 @@ FAST_HEALTH = {
     "ROUTER_HEALTHCHECK_INTERVAL": "2s",
     "ROUTER_HEALTH_START_PERIOD": "2m",
     "ROUTER_HEALTH_CHECK_INTERVAL_SECS": "2",
-    "ROUTER_WORKER_STARTUP_TIMEOUT_SECS": "120",
+    # How long smg keeps trying to register a worker: simulators on a loaded 2-core box took over
+    # 2 minutes to answer in a Slurm rehearsal, and smg gave up at 120 s (the job then never got
+    # ready). The wait's own failure detection does not depend on it, so the margin costs nothing.
+    "ROUTER_WORKER_STARTUP_TIMEOUT_SECS": "600",
     "STOP_GRACE_PERIOD": "10s",
     # smg holds its listener 5 s after SIGTERM before it drains (no flag): margin over both.
     "ROUTER_STOP_GRACE_PERIOD": "20s",

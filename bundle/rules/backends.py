@@ -15,8 +15,8 @@ without a word. tests/test_contract_parsers.py proves the set against the pinned
 
 from __future__ import annotations
 
-import difflib
 
+from bundle.errors import did_you_mean
 from bundle.rules import argspec
 
 SM120_FLASHMLA_ENV = "SGLANG_SM120_FLASHMLA_BACKEND"
@@ -40,8 +40,8 @@ def backend_choices(spec: str = argspec.SERVER_SPEC) -> dict[str, tuple[str, tup
 
 
 def _suggest(value: str, allowed) -> str:
-    close = difflib.get_close_matches(value, list(allowed), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
+    guess = did_you_mean(value, allowed)
+    return f"{guess} " if guess else ""
 
 
 def flag_problems(tokens) -> list[tuple[int, str]]:

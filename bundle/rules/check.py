@@ -18,7 +18,7 @@ from bundle.config import levers
 from bundle.config.model import Deployment, Role
 from bundle.config.source import format_path
 from bundle.errors import ConfigError
-from bundle.rules import argspec, backends, checkpoint, dspark
+from bundle.rules import argspec, backends, checkpoint, dspark, guards
 from bundle.rules.cmdline import option_value
 from bundle.topology import PREFILL
 
@@ -289,7 +289,7 @@ def _check_speculative_pd(rendered, roles: list[Role], error: Error) -> None:
                            for t in decode.extra_args) or not any(
         str(t).startswith("--speculative") for t in prefill.extra_args) else prefill
     error(blamed.key_path + ("extra_args",),
-          f"prefill and decode must carry identical speculative settings in pd (sglang #30461): "
+          f"prefill and decode must carry identical speculative settings in pd ({guards.cite(guards.PD_SPECULATIVE)}): "
           f"{'; '.join(differ)}; set them once with levers.speculative (none | mtp | mtp-light), or give "
           f"pd.prefill.extra_args and pd.decode.extra_args the same speculative flags")
 

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundle.rules import guards
+
 # config.json key of the CPU engine rehearsal's model (bundle/images/rehearsal_model.py): never served on a GPU host.
 REHEARSAL_ONLY_KEY = "sglang_bundle_rehearsal_only"
 EXPECTED_MODEL = "DeepSeek-V4-Flash (config.json: model_type deepseek_v4, architectures DeepseekV4ForCausalLM)"
@@ -67,7 +69,7 @@ def unsupported_checkpoint(config_file: Path) -> str | None:
     if not evidence:
         return None
     return (f"{config_file} is a DeepSeek-V4.1 checkpoint ({'; '.join(evidence)}); its layouts have no "
-            f"sm_120 kernel in the pinned stack (flashinfer #5323, vLLM #56837); this bundle serves "
+            f"sm_120 kernel in the pinned stack ({guards.cite(guards.V41_CHECKPOINT)}); this bundle serves "
             f"{EXPECTED_MODEL}: point model.path at a DeepSeek-V4-Flash checkpoint")
 
 

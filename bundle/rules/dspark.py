@@ -23,10 +23,10 @@ from pathlib import Path
 from bundle import topology as registry
 from bundle.config import levers
 from bundle.config.model import Deployment, Role
-from bundle.rules import argspec, checkpoint
+from bundle.rules import argspec, checkpoint, guards
 
 DP_ATTENTION_FLAG = "--enable-dp-attention"
-PD_ISSUE = "sglang #33083"
+PD_ISSUE = guards.cite(guards.DSPARK)
 
 
 def check(dep: Deployment, rendered, roles: list[Role], error: Callable[[tuple, str], None]) -> None:

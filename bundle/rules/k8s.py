@@ -8,7 +8,7 @@ import re
 from bundle.config.model import Deployment
 from bundle.config.source import format_path
 from bundle.render.k8s import commands
-from bundle.rules import manifests
+from bundle.rules import crds, lws_webhook, manifests
 from bundle.rules.check import Findings
 from bundle.topology import Topology
 
@@ -28,6 +28,10 @@ def check(dep: Deployment, topology: Topology) -> Findings:
     k8s = dep.kubernetes
     base = dep.project_name(topology.name)
     longest = f"{base}-{max((s.name for s in topology.services), key=len)}"
+    form = k8s.form(topology.config_section) if topology.disaggregated else None
+    if form is not None and form.one_set:
+        # The controller names each role's LeaderWorkerSet <set>-<slice>-<revision>-<role>.
+        longest = lws_webhook.child_name(base, form.slices - 1, max((s.name for s in topology.services), key=len))
     if not _DNS_LABEL.match(base):
         error(("project",), f"{dep.project!r} gives the Kubernetes names {base!r}, which may hold only "
                             f"lower-case letters, digits and '-'; rename the project (e.g. "
@@ -39,6 +43,10 @@ def check(dep: Deployment, topology: Topology) -> Findings:
         error(("kubernetes", "model_storage", "claim_name"),
               "model_storage.type is pvc but no claim is named; name the PersistentVolumeClaim that holds "
               "the weights, or use type: hostPath")
+    if form is not None:
+        found.errors += [f"{where(path)}: {format_path(path)}: {text}" for path, text in _form_problems(
+            form, k8s.discovery, {**{s.name: k8s.role(s.config_key).replicas for s in topology.servers},
+                                  topology.router.name: k8s.router_replicas})]
     seen = set()
     for role in dep.roles(topology):
         if role.service.config_key in seen:
@@ -65,10 +73,43 @@ def check(dep: Deployment, topology: Topology) -> Findings:
     return found
 
 
+def _form_problems(form, discovery: str, replicas: dict[str, int]) -> list[tuple[tuple, str]]:
+    """kubernetes.<section>'s form keys, against the DisaggregatedSet webhook's rules; `replicas`:
+    each role's copies, which percentages scale to."""
+    out = []
+    if not form.one_set:
+        return out
+    if form.external_scaling and discovery != "selector":
+        out.append((form.key_path + ("external_scaling",),
+                    f"{list(form.external_scaling)} scale by an autoscaler, but kubernetes.discovery: "
+                    f"{discovery} gives smg a fixed list of worker URLs, so copies it adds would get no "
+                    f"traffic: use discovery: selector"))
+    if form.external_scaling and form.slices > 1:
+        out.append((form.key_path + ("slices",),
+                    f"slices {form.slices} with external_scaling {list(form.external_scaling)}: the "
+                    f"DisaggregatedSet webhook refuses spec.slices > 1 while a role scales externally "
+                    f"(disaggregatedset_webhook.go validate); use one slice or drop external_scaling"))
+    surge, unavailable = form.max_surge, form.max_unavailable
+    too_much = [key for key, value in (("max_surge", surge), ("max_unavailable", unavailable))
+                if isinstance(value, str) and int(value[:-1]) > 100]
+    for key in too_much:
+        out.append((form.key_path + ("rollout", key), "is more than 100%; use at most 100%"))
+    zero = [f"{role} ({count} {'copy' if count == 1 else 'copies'})" for role, count in replicas.items()
+            if role not in form.external_scaling and lws_webhook.both_zero(surge, unavailable, count)]
+    if zero and not too_much:
+        out.append((form.key_path + ("rollout",),
+                    f"max_surge {surge} and max_unavailable {unavailable} are both 0 for {', '.join(zero)}, "
+                    f"which the LWS webhooks refuse (a rollout could neither add a new copy nor take an old "
+                    f"one away; disaggregatedset_webhook.go validateRoleRolloutStrategy): set max_surge: 1 "
+                    f"(needs room for one more copy of each role) or max_unavailable: 1"))
+    return out
+
+
 # What problems() holds the manifests to, for `bundle render`'s summary.
 CHECKED = (f"built-in kinds by kubernetes-validate (Kubernetes {manifests.KUBERNETES_VERSION}, strict), "
-           f"LeaderWorkerSet by {manifests.LWS_SCHEMA_PATH.name}, the Prometheus Operator's "
-           f"PodMonitor/PrometheusRule by {', '.join(p.name for p in manifests.OPERATOR_SCHEMAS.values())}")
+           f"LeaderWorkerSet and DisaggregatedSet by LWS {crds.LWS_RELEASE}'s own CRDs and its webhooks' rules, "
+           f"the Prometheus Operator's PodMonitor/PrometheusRule by "
+           f"{', '.join(p.name for p in manifests.OPERATOR_SCHEMAS.values())}")
 
 
 def problems(rendered) -> list[str]:

@@ -1,43 +1,43 @@
 """Rendered Kubernetes manifests checked offline, before anything is written.
 
 Built-in kinds go through kubernetes-validate (strict: an unknown field fails) against the schemas
-of KUBERNETES_VERSION. kubernetes-validate only warns on custom resources, so a LeaderWorkerSet is
-held to this project's schema of the LWS API (schemas/leaderworkerset-v1.schema.json, written from
-the LWS Go types), and each of its pod templates goes through kubernetes-validate as a core/v1
-PodTemplate. Every problem is collected, one line each, naming the manifest and the field path.
+of KUBERNETES_VERSION. kubernetes-validate only warns on custom resources, so LeaderWorkerSet's kinds
+(LeaderWorkerSet, DisaggregatedSet) are held to the LWS release's own CRDs (crds.py, strict) and to
+the rules its webhooks add (lws_webhook.py), and each of their pod templates goes through
+kubernetes-validate as a core/v1 PodTemplate. Every problem is collected, one line each, naming the
+manifest and the field path.
 """
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 
 from bundle.config.source import format_path
+from bundle.rules import crds, lws_webhook
 
 # The oldest Kubernetes the manifests are checked against; LeaderWorkerSet itself needs 1.26+.
 KUBERNETES_VERSION = "1.30"
-LWS_SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "leaderworkerset-v1.schema.json"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
+DISAGGREGATED_API = "disaggregatedset.x-k8s.io/v1"
+# The webhook rules of each LWS kind the render writes.
+WEBHOOK_RULES = {(LWS_API, "LeaderWorkerSet"): lws_webhook.leaderworkerset,
+                 (DISAGGREGATED_API, "DisaggregatedSet"): lws_webhook.disaggregatedset}
 # The Prometheus Operator's kinds (monitoring.coreos.com/v1), held to schemas of the fields written.
 OPERATOR_SCHEMAS = {("monitoring.coreos.com/v1", kind): Path(__file__).resolve().parent / "schemas" / file
                     for kind, file in (("PodMonitor", "podmonitor-v1.schema.json"),
                                        ("PrometheusRule", "prometheusrule-v1.schema.json"))}
 
 
-@lru_cache(maxsize=1)
-def lws_schema() -> dict:
-    return json.loads(LWS_SCHEMA_PATH.read_text())
-
-
 def problems(objects, names) -> list[str]:
     """Every schema problem of `objects` (written as `names`), one line each: 'file: path: what'."""
     out = []
     for name, obj in zip(names, objects):
-        if obj.get("apiVersion") == LWS_API and obj.get("kind") == "LeaderWorkerSet":
-            out += [f"{name}: {line}" for line in lws_problems(obj)]
-        elif (obj.get("apiVersion"), obj.get("kind")) in OPERATOR_SCHEMAS:
-            schema = json.loads(OPERATOR_SCHEMAS[(obj["apiVersion"], obj["kind"])].read_text())
+        kind = (obj.get("apiVersion"), obj.get("kind"))
+        if kind in crds.SOURCES:
+            out += [f"{name}: {line}" for line in custom_resource_problems(obj)]
+        elif kind in OPERATOR_SCHEMAS:
+            schema = json.loads(OPERATOR_SCHEMAS[kind].read_text())
             out += [f"{name}: {line}" for line in schema_problems(obj, schema)]
         else:
             out += [f"{name}: {line}" for line in builtin_problems(obj)]
@@ -47,22 +47,41 @@ def problems(objects, names) -> list[str]:
 def schema_problems(obj: dict, schema: dict) -> list[str]:
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft7Validator(schema)
     return [_line(tuple(e.absolute_path), _message(e)) for e in
             sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path)))]
 
 
-def lws_problems(obj: dict) -> list[str]:
-    out = schema_problems(obj, lws_schema())
-    template = obj.get("spec", {}).get("leaderWorkerTemplate", {})
-    for key in ("leaderTemplate", "workerTemplate"):
-        if isinstance(template.get(key), dict):
-            wrapped = {"apiVersion": "v1", "kind": "PodTemplate",
-                       "metadata": {"name": obj.get("metadata", {}).get("name", "lws")},
-                       "template": template[key]}
-            prefix = ("spec", "leaderWorkerTemplate", key)
-            out += [_line(prefix + path[1:], text) for path, text in _kubernetes_validate(wrapped)]
+def custom_resource_problems(obj: dict) -> list[str]:
+    """A LeaderWorkerSet-release kind: its CRD's schema, its webhook's rules (only on a
+    schema-valid object, as the API server admits), and each pod template as core/v1 has it."""
+    kind = (obj["apiVersion"], obj["kind"])
+    out = schema_problems(obj, crds.schema(*kind))
+    if not out and kind in WEBHOOK_RULES:
+        out = [_line(path, text) for path, text in WEBHOOK_RULES[kind](obj)]
+    for prefix, template in _pod_templates(obj):
+        wrapped = {"apiVersion": "v1", "kind": "PodTemplate",
+                   "metadata": {"name": obj.get("metadata", {}).get("name", "lws")}, "template": template}
+        out += [_line(prefix + path[1:], text) for path, text in _kubernetes_validate(wrapped)]
     return out
+
+
+def lws_problems(obj: dict) -> list[str]:
+    """A LeaderWorkerSet's problems (custom_resource_problems)."""
+    return custom_resource_problems(obj)
+
+
+def _pod_templates(obj: dict):
+    spec = obj.get("spec", {})
+    groups = [(("spec",), spec)]
+    if obj.get("kind") == "DisaggregatedSet":
+        groups = [(("spec", "roles", i, "spec"), role.get("spec", {}))
+                  for i, role in enumerate(spec.get("roles", [])) if isinstance(role, dict)]
+    for at, group in groups:
+        template = group.get("leaderWorkerTemplate", {}) if isinstance(group, dict) else {}
+        for key in ("leaderTemplate", "workerTemplate"):
+            if isinstance(template.get(key), dict):
+                yield at + ("leaderWorkerTemplate", key), template[key]
 
 
 def builtin_problems(obj: dict) -> list[str]:

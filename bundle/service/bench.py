@@ -11,6 +11,7 @@ from bundle.stack import runstate
 from bundle.stack.frontdoor import front_door
 from bundle.topology import Topology
 from bundle.verify import bench
+from bundle.service.targets import stack_of
 
 
 def stack_gone(stack, front_service: str) -> str | None:
@@ -29,9 +30,9 @@ def stack_gone(stack, front_service: str) -> str | None:
 def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, plan: bench.BenchPlan, *,
               on_level: Callable | None = None, on_progress: Callable | None = None):
     """Every level of `plan` against what `record` launched; returns (the run's record, its folder)."""
-    stack = record.stack()
+    stack = stack_of(record)
     return bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal, env=record.env,
-                     api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
+                     target=record.target, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                      on_level=on_level, on_progress=on_progress,
                      stack_gone=lambda: stack_gone(stack, topology.front_service))
 
@@ -39,7 +40,7 @@ def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
 def run_soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, plan: bench.BenchPlan, *,
              duration_s: float, on_round: Callable | None = None):
     """One concurrency for `duration_s` against what `record` launched; returns (its record, its folder)."""
-    stack = record.stack()
+    stack = stack_of(record)
     return bench.run_soak(stack, plan, duration_s=duration_s, project=record.project, rehearsal=record.rehearsal,
                           env=record.env, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                           on_round=on_round, stack_gone=lambda: stack_gone(stack, topology.front_service))

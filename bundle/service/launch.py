@@ -1,11 +1,14 @@
 """`bundle launch` as a service: validate, write the env, `compose up`, wait for true readiness with
 progress, attest what runs. The verb (commands/launch.py) and `bundle tune` call launch(LaunchRequest).
 
-On a project that is already up it reconciles, as `docker compose up` does: what is stopped or
-missing is started, healthy services are left alone, and it waits until ready again.
+On a project that is already up it reconciles, as `docker compose up` with a changed file does
+(bundle/stack/reconcile.py): it says which options and services change and why, recreates exactly
+those one at a time (the router never stops while a worker is replaced), starts what is stopped,
+leaves the rest running, and waits until ready again.
 On failure, timeout or a signal (SIGINT, SIGTERM, SIGHUP): every container's logs are saved under
-the run's folder, what this launch started is stopped (volumes kept; a reconcile keeps what was
-running before), and the exit code says why.
+the run's folder, what this launch started is stopped (volumes kept), or a reconcile is rolled back
+(its files, and the services it recreated, on their previous configuration; every service that ran
+before runs), and the exit code says why.
 """
 
 from __future__ import annotations
@@ -18,21 +21,28 @@ from types import MappingProxyType
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
-from bundle.service.prepare import ensure_rehearsal_artifacts, load, prepare
+from bundle.service.prepare import load, prepare
+from bundle.service.rehearsal import Mode, name_of
 from bundle.stack import docker, engine, runstate
+from bundle.stack import reconcile as reconciling
 from bundle.stack.frontdoor import front_door
 from bundle.stack.ready import BackgroundUp, NotReady, wait_ready, workers_away
+from bundle.stack.workers import ComposeWorkers
+from bundle.topology import TOOL_SERVICE
+from bundle.verify.kv_path import ServerErrorWatch
 
 
 @dataclass(frozen=True)
 class LaunchRequest:
     topology: str  # a registry name
     config: str | None = None  # bundle.yaml's path; None: $BUNDLE_CONFIG, ./bundle.yaml or the defaults
-    rehearsal: str | None = None  # None, "engine" or "sim" (resolved: topology.rehearsal_mode)
+    rehearsal: Mode | None = None  # a rehearsal mode (service/rehearsal.py), parsed at the command line
     sim: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # simulator knobs (sim only)
     timeout: str | None = None  # the readiness limit, a duration; None: lifecycle.launch_timeout
     monitoring: bool = False  # also the monitoring profile
     keep_on_failure: bool = False  # leave the containers of a failed start running
+    target: str = "compose"  # the render target it launches (service/targets.py), kept in the record
+    no_recreate: bool = False  # a reconcile only starts what is stopped or missing (compose's --no-recreate)
 
 
 def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
@@ -41,9 +51,9 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     the stack does not become ready, after saving its logs and stopping what this launch started."""
     from bundle.doctor import port_owners
 
-    from bundle.verify import report
+    from bundle.verify.console import report_console
 
-    console = report.console()
+    console = report_console()
     # 1. Everything that can be checked before touching Docker: a bad config stops here (its schema
     # at load; the rules after the collectives decision, which render needs). The rehearsal image's
     # tag and the engine's model folder are hashes of their inputs: known before anything is built.
@@ -71,8 +81,8 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
                               exit_code=EXIT_ENVIRONMENT)
     rendered = prepared.rendered
     if request.rehearsal:
-        console.print(f"rehearsal ({request.rehearsal}): building the image if its inputs changed ...")
-        ensure_rehearsal_artifacts(request.rehearsal, report=lambda line: console.print(line, markup=False))
+        console.print(f"rehearsal ({request.rehearsal.name}): building the image if its inputs changed ...")
+        request.rehearsal.ensure_artifacts(report=lambda line: console.print(line, markup=False))
     elif not engine.image_exists(rendered.env["BUNDLE_IMAGE"]):
         raise BundleError(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
                           hint="`make image` to build it, or `bundle pull` to fetch the published one",
@@ -81,39 +91,74 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
         from bundle.images import prometheus
 
         prometheus.ensure_image()
+    record_path = runstate.project_dir(project) / runstate.RECORD_NAME
+    collectives_path = runstate.project_dir(project) / COLLECTIVES_NAME
+    snapshot = reconciling.Snapshot.of(rendered.written_paths() + [record_path, collectives_path])
+    try:
+        previous = runstate.load(project) if reconcile and record_path.is_file() else None
+    except BundleError:
+        previous = None  # an unreadable record: this launch writes a new one
     rendered.write()
     run_dir = runstate.new_run_dir(project, "launch")
     _record_collectives(decision, project, run_dir)
-    runstate.save(runstate.LaunchRecord.of(rendered, rehearsal=request.rehearsal, config=dep.source.name,
-                                           run_dir=run_dir))
     stack = docker.stack_of(rendered)
+    record = runstate.LaunchRecord.of(rendered, rehearsal=name_of(request.rehearsal), config=dep.source.name,
+                                      run_dir=run_dir, target=request.target)
+    # What `down` may count as its own: the volumes this launch's `compose up` makes (a reconcile
+    # keeps the first launch's list, plus any its new options add).
+    record.created_volumes = sorted(set(previous.created_volumes if previous else ())
+                                    | set(stack.volumes_to_create()))
+    runstate.save(record)
     front = front_door(dep, topology)
-    what = {None: rendered.env["BUNDLE_IMAGE"], "sim": "rehearsal: simulated workers",
-            "engine": "rehearsal: the real SGLang server on CPU"}[request.rehearsal]
+    what = f"rehearsal: {request.rehearsal.summary}" if request.rehearsal else rendered.env["BUNDLE_IMAGE"]
     verb = "reconciling" if reconcile else "launching"
     console.print(f"{verb} {topology.name} as compose project [bold]{project}[/] ({what})")
     # 2. Start. From here on, a failure cleans up what this launch made.
     starting = None
     expected = {s.name for s in topology.active_services(dep.replicas(topology))}
-    # Read before `compose up` starts them: which workers this reconcile brings back.
-    returning = workers_away(stack.states(), topology, expected) if reconcile else set()
+    servers = {s.name for s in topology.servers}
+    steps: list[reconciling.Step] = []
+    running_before: set[str] = set()
+    returning: set[str] = set()
     try:
-        starting = BackgroundUp(stack)
+        if reconcile:
+            # Read before anything starts: what runs, and which workers this reconcile brings back.
+            before = stack.states()
+            running_before = {st.service for st in before if st.state == "running"}
+            if previous is not None:
+                for line in _changed_options(previous.env, rendered.env):
+                    console.print(line, markup=False)
+            # Every service compose would start with these profiles (the monitoring profile's too, when
+            # this relaunch adds --monitoring), not only the topology's.
+            hashes = stack.config_hashes()
+            wanted = (expected | set(hashes)) - {TOOL_SERVICE}
+            steps = reconciling.plan(before, hashes, wanted, servers=servers,
+                                     no_recreate=request.no_recreate, image_ids=stack.service_image_ids(wanted))
+            for step in steps:
+                console.print(f"  {step.line()}", markup=False)
+            returning = workers_away(before, topology, expected) | {
+                s.service for s in steps if s.action == reconciling.RECREATE and s.service in servers}
+        starting = (BackgroundUp(stack, lambda: reconciling.converge(stack, steps, no_recreate=request.no_recreate))
+                    if reconcile else BackgroundUp(stack))
         with console.status("waiting for readiness...") if console.is_terminal else _nullcontext():
             ready = wait_ready(stack, topology, front, timeout=timeout, prompt=dep.smoke.checks[0].prompt,
                                expected_services=expected, returning=returning,
-                               report=lambda line: console.print(line, markup=False), starting=starting)
+                               report=lambda line: console.print(line, markup=False), starting=starting,
+                               server_errors=_server_error_watch(stack, topology, dep))
     except (NotReady, BundleError, KeyboardInterrupt) as exc:
         _stop_compose_up(starting)
         saved = save_logs(stack, run_dir)
+        rolled_back = ""
         if reconcile:
-            console.print(f"the project was up before this launch: left as it is; logs in {saved}")
+            rolled_back = reconciling.roll_back(stack, snapshot, steps, running_before)
+            console.print(f"{rolled_back}; logs in {saved}", markup=False)
         elif not request.keep_on_failure:
             console.print(f"stopping what this launch started (volumes kept); logs in {saved}")
             stack.down(volumes=False)
         if isinstance(exc, KeyboardInterrupt):
             raise
-        exc.message = f"{project} did not become ready: {exc.message}\n  logs: {saved}"
+        head = f"{project} did not become ready" + (f" ({rolled_back})" if rolled_back else "")
+        exc.message = f"{head}: {exc.message}\n  logs: {saved}"
         raise
     (run_dir / "ready.json").write_text(json.dumps(
         {"seconds": round(ready.seconds, 1), "events": ready.events}, indent=2) + "\n")
@@ -126,6 +171,24 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
                       f"Prometheus http://{host}:{rendered.env.get('PROMETHEUS_HOST_PORT', '9090')} "
                       f"(alerts: docs/monitoring.md)", markup=False)
     console.print("try it:\n  " + front.example_request(), markup=False)
+
+
+def _server_error_watch(stack, topology, dep) -> ServerErrorWatch:
+    """What ends the wait early when everything is healthy but generations fail: the servers read
+    from inside their containers, the router's recent log."""
+    servers = {s.name: s.name for s in topology.servers}
+    router = topology.router
+    return ServerErrorWatch(topology, ComposeWorkers(stack, servers, port=dep.network.worker_port),
+                            router_log=lambda: str(stack.logs(router.name, tail=200)) if router else "")
+
+
+def _changed_options(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
+    """One line per rendered variable a relaunch changes (the options behind the config hashes)."""
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    if not keys:
+        return ["options: unchanged since the last launch"]
+    return ["options changed since the last launch:"] + [
+        f"  {k}: {old.get(k, '(unset)')} -> {new.get(k, '(unset)')}" for k in keys]
 
 
 def _stop_compose_up(starting: BackgroundUp | None) -> None:
@@ -170,12 +233,13 @@ def _decide_collectives(dep, request: LaunchRequest, console):
                                    f"kept from the launch that started the running project: {data['reason']}",
                                    data.get("evidence", {}))
         else:
-            from bundle.images.lock import load_lock
+            from bundle.lock import load_lock
 
             image = dep.image_ref or load_lock().image_ref
             console.print("deciding PCIe-safe collectives for this host (NCCL all-reduce, P2P on and off) ...")
             decision = collectives.decide_for_host(dep.levers, groups, image=image)
-    decision = decision or collectives.decide_for_host(dep.levers, groups, image=None, rehearsal=request.rehearsal)
+    decision = decision or collectives.decide_for_host(dep.levers, groups, image=None,
+                                                         rehearsal=request.rehearsal is not None)
     setting = ("PCIe-safe (NCCL_P2P_DISABLE=1, --disable-custom-all-reduce)" if decision.pcie_safe
                else "P2P and custom all-reduce (SGLang's default)")
     console.print(f"collectives: {setting}; {decision.source}: {decision.reason}", markup=False)
@@ -196,7 +260,7 @@ def _check_model_against_lock(dep) -> None:
     from pathlib import Path
 
     from bundle.errors import EXIT_CONFIG
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
     from bundle.images.model import check_folder, differences_text, pin_for_folder
 
     folder = Path(dep.model_path).expanduser()

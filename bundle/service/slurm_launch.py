@@ -5,24 +5,12 @@ rehearsal's one substitution."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from bundle.config.model import Deployment
-from bundle.errors import EXIT_USAGE, BundleError
+from bundle.errors import EXIT_TIMEOUT, EXIT_USAGE, BundleError
+from bundle.render import slurm as slurm_render
+from bundle.rules import slurm as slurm_rules
 from bundle.service.launch import LaunchRequest
-from bundle.service.prepare import Prepared, ensure_rehearsal_artifacts, prepare
-
-
-def rendered_job(topology: str, *, config: str | None = None, rehearsal: str | None = None,
-                 sim: Mapping[str, str] | None = None, dep: Deployment | None = None):
-    """(prepared compose render, the Slurm render): the same config and command lines as compose,
-    checked by the compose rules and the Slurm ones."""
-    from bundle.render import slurm
-    from bundle.rules import slurm as slurm_rules
-
-    prepared: Prepared = prepare(topology, config=config, dep=dep, rehearsal=rehearsal, sim=sim)
-    slurm_rules.check(prepared.dep, prepared.topology).raise_if_errors(prepared.dep.source.name)
-    return prepared, slurm.for_target(prepared.dep, prepared.rendered, rehearsal=rehearsal)
+from bundle.service.render import render_target
 
 
 def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
@@ -37,14 +25,17 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     from bundle.slurm import job as jobs
     from bundle.stack import engine, runstate
     from bundle.stack.frontdoor import front_door
-    from bundle.verify import report
+    from bundle.verify.console import report_console
 
-    console = report.console()
+    console = report_console()
     say = lambda line: console.print(line, markup=False)  # noqa: E731
     mode = request.rehearsal
-    prepared, job = rendered_job(request.topology, config=request.config, rehearsal=mode, sim=request.sim, dep=dep)
-    dep, topology, rendered = prepared.dep, prepared.topology, prepared.rendered
-    for warning in (*prepared.findings.warnings, *job.warnings):
+    # The one pipeline `bundle render --target slurm` takes: compose's rules, Slurm's, and problems().
+    made = render_target(slurm_render, slurm_rules, request.topology, config=request.config, dep=dep,
+                         rehearsal=mode, sim=request.sim)
+    job = made.output
+    dep, topology, rendered = made.prepared.dep, made.prepared.topology, made.prepared.rendered
+    for warning in made.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     if not mode:
         raise BundleError("launch --target slurm submits to the rehearsal cluster only (this host cannot reach "
@@ -57,19 +48,20 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     timeout = parse_duration(request.timeout or dep.lifecycle.launch_timeout, what="--timeout")
     engine.require_engine()
     engine.require_compose()
-    project = dep.project_name(topology.name)
+    project = clusters.project_for(dep.project_name(topology.name))
     cluster = clusters.Cluster(project)
     if cluster.containers():
         raise BundleError(f"{project}: a rehearsal cluster is up already", exit_code=EXIT_USAGE,
                           hint="`bundle down` first (a Slurm job is not reconciled in place)")
     start = time.monotonic()
-    console.print(f"rehearsal ({mode}) on Slurm: the node image (built once per hash of its inputs) ...")
-    ensure_rehearsal_artifacts(mode, report=say)
+    console.print(f"rehearsal ({mode.name}) on Slurm: the node image (built once per hash of its inputs) ...")
+    mode.ensure_artifacts(report=say)
     image = node_image.ensure_image(report=say)
     cluster.write(image=image, topology=topology, front_port=dep.network.front_port, front_target_port=job.front_port,
                   rehearsal_env=rendered.env, host_address=dep.network.host_address, gres=dep.slurm.gres)
     run_dir = runstate.new_run_dir(project, "launch")
     stack = None
+    created_volumes = cluster.stack().volumes_to_create()  # read before `up` makes them: down's to remove
     try:
         console.print(f"starting the cluster {project}: {clusters.CONTROLLER} + {', '.join(clusters.NODES)}")
         cluster.up()
@@ -80,14 +72,15 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
         console.print(f"submitted job {job_id} ({job.total_nodes} nodes: {', '.join(s.name for s in job.steps)})")
         nodes = jobs.wait_allocated(client, job_id, timeout=120, report=say)
         shared_logs = cluster.shared_dir / dep.slurm.log_dir / job_id
-        record = jobs.JobRecord(project, job_id, nodes, job.placement(nodes), str(shared_logs), mode,
+        record = jobs.JobRecord(project, job_id, nodes, job.placement(nodes), str(shared_logs), mode.name,
                                 list(client.prefix), client.workdir)
         jobs.save(record)
-        launch = runstate.LaunchRecord.of(rendered, rehearsal=mode, config=dep.source.name, run_dir=run_dir)
+        launch = runstate.LaunchRecord.of(rendered, rehearsal=mode.name, config=dep.source.name, run_dir=run_dir)
         launch.compose_files, launch.env_file = [str(clusters.compose_file())], str(cluster.env_file)
         launch.profiles = []
         launch.env = {**rendered.env, topology.front_port_variable: str(job.front_port)}
-        launch.target = "slurm"
+        launch.project, launch.target = project, request.target
+        launch.created_volumes = created_volumes
         runstate.save(launch)
         say(client.queue(job_id).rstrip())
         stack = SlurmRehearsalStack(project)
@@ -170,7 +163,7 @@ def _wait_ready(stack, record, job, topology, front, dep, *, timeout: float, say
                 said = detail
         time.sleep(2)
     raise BundleError(f"not ready within {timeout:.0f} s (healthy: {', '.join(sorted(healthy)) or 'none'})",
-                      exit_code=5)
+                      exit_code=EXIT_TIMEOUT)
 
 
 def _save_logs(cluster, run_dir) -> str:

@@ -13,8 +13,9 @@ from bundle.stack import runstate
 from bundle.stack.frontdoor import FrontDoor, front_door
 from bundle.stack.workers import ComposeWorkers
 from bundle.topology import Topology
-from bundle.verify import report
+from bundle.verify import runstore
 from bundle.verify.smoke import SmokeReport, smoke
+from bundle.service.targets import stack_of
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Smoked:
     def write(self, project: str, **extra) -> Path:
         """The report, runs/<project>/<time>-smoke/smoke.json."""
         data = self.result.to_dict() | self.identity | extra
-        return report.write_json(runstate.new_run_dir(project, "smoke") / "smoke.json", data)
+        return runstore.write_json(runstate.new_run_dir(project, "smoke") / "smoke.json", data)
 
 
 def run_smoke(dep: Deployment, topology: Topology, record: runstate.LaunchRecord) -> Smoked:
@@ -39,7 +40,7 @@ def run_smoke(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
     workers = None
     if topology.has_router:  # the servers behind the router, read from inside their containers
         names = {role.name: role.name for role in dep.roles(topology)}
-        workers = ComposeWorkers(record.stack(), names, port=dep.network.worker_port)
+        workers = ComposeWorkers(stack_of(record), names, port=dep.network.worker_port)
     result = smoke(front, topology=topology.name, checks=dep.smoke.checks, max_tokens=dep.smoke.max_tokens,
                    request_timeout=parse_duration(dep.smoke.request_timeout, what="smoke.request_timeout"),
                    workers=workers)

@@ -46,6 +46,9 @@ class Knobs:
     # SIM_KV_WAIT_SECS: how long decode waits for prefill's KV before failing the request; SGLang's
     # own SGLANG_DISAGGREGATION_WAITING_TIMEOUT (the compose files set it) is the default.
     kv_wait_secs: float = 300.0
+    # SGLANG_TEST_DISAGG_FAILURE_PROB: SGLang's own fault injection (disaggregation/utils.py): on
+    # decode, the share of KV transfers whose poll reports Failed; the request is aborted with 500.
+    disagg_failure_prob: float = 0.0
     kv_gb_s: float = 20.0  # SIM_KV_GB_S: the KV transfer speed prefill (the sender) reports (cuda_ipc-like; ~1 is TCP's)
 
     @classmethod
@@ -64,6 +67,7 @@ class Knobs:
             kv_wait_secs=_env_float(
                 "SIM_KV_WAIT_SECS", _env_float("SGLANG_DISAGGREGATION_WAITING_TIMEOUT", 300.0)),
             kv_gb_s=_env_float("SIM_KV_GB_S", 20.0),
+            disagg_failure_prob=_env_float("SGLANG_TEST_DISAGG_FAILURE_PROB", 0.0),
         )
 
     def update(self, changes: dict) -> None:

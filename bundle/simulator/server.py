@@ -27,27 +27,22 @@ from bundle.simulator.model import SimulatedModel
 
 log = logging.getLogger("simulator")
 
-# The version a real server would report: the lock's SGLang pin, copied into the rehearsal image
-# (so moving the pin moves the rehearsal's attestation with it), else the installed SGLang's.
-LOCK_FILE = os.environ.get("BUNDLE_LOCK_FILE", "/opt/bundle/lock.toml")
 
 
-def pinned_sglang_version(lock_file: str = LOCK_FILE) -> str:
-    import tomllib
+def installed_sglang_version() -> str:
+    """The version a real server reports is the SGLang installed beside it (its own __version__),
+    never the lock's pin: the simulator reports the SGLang installed in its image, so attestation's
+    version check on a rehearsal compares two independent things and fails when the image's SGLang
+    is not the lock's (an echo of the lock could not fail)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        with open(lock_file, "rb") as fh:
-            return str(tomllib.load(fh)["python"]["sglang"])
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        pass
     try:
         return version("sglang")
     except PackageNotFoundError:
         return "unknown"
 
 
-SGLANG_VERSION = pinned_sglang_version()
+SGLANG_VERSION = installed_sglang_version()
 # SGLang's /health gives up on a stuck scheduler after this long and answers 503.
 HEALTH_CHECK_TIMEOUT = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
 MAX_HANG_SECS = 3600.0  # a hung request still ends some day: loops are bounded
@@ -194,8 +189,18 @@ class Simulator:
                         self.serving.kv_received(seconds=time.monotonic() - fetch_began)
                     except pd.KVTransferError as exc:
                         self.counters.add("sglang:num_transfer_failed_reqs_total")
+                        self.counters.add("sglang:num_aborted_requests_total")
                         log.error("%s", exc)
                         raise SimulatedError(500, str(exc)) from None
+                    prob = self.knobs.disagg_failure_prob
+                    if prob and self.rng.random() < prob:
+                        # As SGLang's injection does: the poll says Failed after prefill sent the KV.
+                        self.counters.add("sglang:num_transfer_failed_reqs_total")
+                        self.counters.add("sglang:num_aborted_requests_total")
+                        message = (f"Decode transfer failed for request rank=0 bootstrap_room={req.bootstrap_room} "
+                                   "(SGLANG_TEST_DISAGG_FAILURE_PROB)")
+                        log.error("%s", message)
+                        raise SimulatedError(500, message)
                     self.counters.add("sglang_simulator:bootstrap_rooms_total", role="decode")
                 first_delay = 0.0  # the first token came with the KV cache
             else:
@@ -593,12 +598,6 @@ def create_app(sim: Simulator) -> FastAPI:
             return _error(400, str(exc))
         log.warning("worker simulator: knobs changed at run time: %s", sim.knobs.as_dict())
         return JSONResponse(sim.knobs.as_dict())
-
-    @app.post("/sim/crash")
-    async def crash():
-        log.error("worker simulator: crashing on request (POST /sim/crash)")
-        asyncio.get_running_loop().call_later(0.05, os._exit, 1)
-        return JSONResponse({"crashing": True})
 
     @app.get("/sim/stats")
     async def stats():

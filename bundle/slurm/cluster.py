@@ -38,6 +38,12 @@ SLURMD_TIMEOUT_S = 6
 SHARED_MOUNT = "/shared"  # the shared file system inside every container of the cluster
 
 
+def project_for(project: str) -> str:
+    """The cluster's compose project: the deployment's with a suffix, so a Slurm rehearsal and a compose
+    launch of the same topology never share containers, volumes, run folders or `down`'s count."""
+    return f"{project}-slurm"
+
+
 def compose_file() -> Path:
     return compose_dir() / COMPOSE_FILE_NAME
 
@@ -91,7 +97,7 @@ def gres_conf(gres: str = "gpu") -> str:
 
 @dataclass(frozen=True)
 class Cluster:
-    """One rehearsal cluster: a compose project named like the deployment's."""
+    """One rehearsal cluster: a compose project of its own (project_for: the deployment's, suffixed)."""
 
     project: str
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from bundle.image_tags import inputs_tag
 from bundle.images import derived
 from bundle.paths import docker_dir, project_root
 
@@ -24,7 +25,7 @@ def inputs() -> list[Path]:
 def image_tag(parent: str | None = None) -> str:
     from bundle.images import rehearsal
 
-    return derived.inputs_tag(IMAGE_REPOSITORY, inputs(), parent or rehearsal.image_tag())
+    return inputs_tag(IMAGE_REPOSITORY, inputs(), parent or rehearsal.image_tag())
 
 
 def ensure_image(*, report=print) -> str:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from python_on_whales.exceptions import DockerException
+from python_on_whales.exceptions import DockerException, NoSuchContainer, NoSuchNetwork, NoSuchVolume
+from python_on_whales.utils import run as _run_docker
 
+from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.stack import engine
 from bundle.stack.engine import docker_errors, first_line
 
@@ -27,6 +29,13 @@ class ContainerState:
     exit_code: int | None
     restart_count: int
     ports: dict[str, list[str]]  # "30000/tcp" -> ["127.0.0.1:30000"]
+    config_hash: str = ""  # compose's com.docker.compose.config-hash label: the config it was made from
+    image_id: str = ""  # the image it runs (sha256:...)
+
+
+# A container can vanish between compose's listing and the inspect that reads it (compose recreating
+# it, an operator's `docker rm`): the listing is taken again, this many times at most.
+STATE_READ_ATTEMPTS = 5
 
 
 class Stack:
@@ -51,10 +60,42 @@ class Stack:
         """Compose's own resolved view of the project (`docker compose config --format json`)."""
         return self._call("config", self._docker.compose.config, return_json=True)
 
-    def up(self, services: list[str] | None = None, *, build: bool = False) -> None:
+    def config_hashes(self) -> dict[str, str]:
+        """service -> the config hash compose would label its container with now (`docker compose config
+        --hash '*'`): a container whose label differs is one `compose up` recreates."""
+        cmd = self._docker.compose.docker_compose_cmd + ["config", "--hash", "*"]
+        text = self._call("config --hash", _run_docker, cmd, capture_stdout=True) or ""
+        return dict(line.split(maxsplit=1) for line in text.splitlines() if len(line.split()) == 2)
+
+    def volumes_to_create(self) -> list[str]:
+        """The named volumes `compose up` would create now: declared by the project (not external)
+        and not on the engine yet."""
+        declared = {spec.get("name") or f"{self.project}_{key}"
+                    for key, spec in (self.config().get("volumes") or {}).items()
+                    if not (spec or {}).get("external")}
+        existing = set(_listed_names("volumes", self._docker.volume.list))
+        return sorted(declared - existing)
+
+    def service_image_ids(self, services) -> dict[str, str]:
+        """service -> the id of the image its tag names now (an image rebuilt under the same tag
+        differs from what its container runs: compose recreates it)."""
+        declared = self.config().get("services", {})
+        out = {}
+        for service in services:
+            ref = declared.get(service, {}).get("image")
+            facts = engine.image_facts(ref) if ref else None
+            if facts is not None:
+                out[service] = facts.id
+        return out
+
+    def up(self, services: list[str] | None = None, *, build: bool = False, dependencies: bool = True,
+           recreate: bool = True) -> None:
+        """`compose up -d`; `dependencies=False` is `--no-deps` (only the named services are touched:
+        a plain `up` of a worker would also restart the router, which depends on it with restart:
+        true), `recreate=False` is `--no-recreate`."""
         # None means every service: python-on-whales treats an empty list as "start nothing".
         self._call("up", self._docker.compose.up, services or None, detach=True, build=build,
-                   remove_orphans=True, quiet=True)
+                   remove_orphans=dependencies, quiet=True, dependencies=dependencies, recreate=recreate)
 
     def down(self, *, volumes: bool = False, timeout: int | None = None) -> bool:
         """Containers and network removed (one-off containers too); the volumes only with `volumes`.
@@ -78,9 +119,18 @@ class Stack:
         return volumes
 
     def states(self) -> list[ContainerState]:
-        """Every container of the project, stopped ones too."""
-        containers = self._call("ps", self._docker.compose.ps, all=True)
-        return [_state_of(c) for c in containers]
+        """Every container of the project, stopped ones too. A container that vanishes between the
+        listing and its inspect (compose recreated it) makes it list again: never a crash."""
+        for _ in range(STATE_READ_ATTEMPTS):
+            containers = self._call("ps", self._docker.compose.ps, all=True)
+            try:
+                with_states = [_state_of(c) for c in containers]
+            except _Vanished:
+                continue
+            return with_states
+        raise BundleError(f"docker compose ps for project {self.project!r}: its containers kept changing "
+                          f"while being read ({STATE_READ_ATTEMPTS} listings)",
+                          hint="run the command again once compose has finished", exit_code=EXIT_ENVIRONMENT)
 
     def logs(self, service: str | None = None, *, tail: int | None = None, follow: bool = False,
              timestamps: bool = False) -> str | Iterator:
@@ -192,6 +242,21 @@ class ToolRun:
 
 
 def _state_of(container) -> ContainerState:
+    """Raises _Vanished for a container gone since it was listed (states() lists again); any other
+    failure of the inspect becomes a BundleError."""
+    with docker_errors(f"cannot inspect container {str(container.id)[:12]}"):
+        try:
+            return _read_state(container)
+        except NoSuchContainer as exc:
+            raise _Vanished(container.id) from exc
+
+
+class _Vanished(Exception):
+    """A listed container that was gone by the time it was inspected (not a DockerException: it
+    passes the funnel to states(), which lists again)."""
+
+
+def _read_state(container) -> ContainerState:
     st = container.state
     health = st.health.status if st.health is not None else ""
     ports = {}
@@ -205,26 +270,38 @@ def _state_of(container) -> ContainerState:
         exit_code=st.exit_code,
         restart_count=container.restart_count or 0,
         ports=ports,
+        config_hash=container.config.labels.get("com.docker.compose.config-hash", ""),
+        image_id=container.image or "",
     )
 
 
 def project_containers(project: str) -> list[str]:
     """Names of every container (running or stopped) of compose project `project`."""
-    with docker_errors("cannot list containers"):
-        containers = engine.client().container.list(
-            all=True, filters=[("label", f"com.docker.compose.project={project}")])
-    return sorted(c.name for c in containers)
+    return _listed_names("containers", lambda: engine.client().container.list(
+        all=True, filters=[("label", f"com.docker.compose.project={project}")]))
 
 
 def project_volumes(project: str) -> list[str]:
     """Names of every volume of compose project `project`."""
-    with docker_errors("cannot list volumes"):
-        volumes = engine.client().volume.list(filters=[("label", f"com.docker.compose.project={project}")])
-    return sorted(v.name for v in volumes)
+    return _listed_names("volumes", lambda: engine.client().volume.list(
+        filters=[("label", f"com.docker.compose.project={project}")]))
 
 
 def project_networks(project: str) -> list[str]:
     """Names of every network of compose project `project`."""
-    with docker_errors("cannot list networks"):
-        networks = engine.client().network.list(filters=[("label", f"com.docker.compose.project={project}")])
-    return sorted(n.name for n in networks)
+    return _listed_names("networks", lambda: engine.client().network.list(
+        filters=[("label", f"com.docker.compose.project={project}")]))
+
+
+def _listed_names(what: str, list_them) -> list[str]:
+    """The names of what `list_them()` lists. Reading a name inspects the object: one removed since
+    the listing (compose recreating a container, a down in progress) makes it list again."""
+    for _ in range(STATE_READ_ATTEMPTS):
+        with docker_errors(f"cannot list {what}"):
+            listed = list_them()
+            try:
+                return sorted(item.name for item in listed)
+            except (NoSuchContainer, NoSuchVolume, NoSuchNetwork):
+                continue
+    raise BundleError(f"cannot list {what}: they kept changing while being read ({STATE_READ_ATTEMPTS} listings)",
+                      hint="run the command again", exit_code=EXIT_ENVIRONMENT)

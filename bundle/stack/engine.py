@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from python_on_whales import DockerClient
+from python_on_whales.client_config import ClientNotFoundError, ParsingError
 from python_on_whales.exceptions import DockerException
 
 from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
@@ -72,14 +73,19 @@ def first_line(text: str | None) -> str:
 @contextmanager
 def docker_errors(what: str, *, hint: str | None = None, exit_code: int = EXIT_ENVIRONMENT,
                   detail: str = "first line") -> Iterator[None]:
-    """The error funnel: a DockerException inside becomes one BundleError "<what>: <docker's words>"
-    (its first line, or with detail="all" the whole stderr/stdout)."""
+    """The error funnel: any exception of the Docker client (python-on-whales) inside becomes one
+    BundleError "<what>: <docker's words> (docker exit code N)" (the first line of its stderr, or with
+    detail="all" the whole stderr/stdout)."""
     try:
         yield
     except DockerException as exc:
         words = (" " + first_line(exc.stderr) if detail == "first line"
                  else "\n" + ((exc.stderr or exc.stdout or "").strip() or "(no output)"))
-        raise BundleError(f"{what}:{words}", exit_code=exit_code, hint=hint) from None
+        code = f" (docker exit code {exc.return_code})" if exc.return_code else ""
+        raise BundleError(f"{what}:{words}{code}", exit_code=exit_code, hint=hint) from None
+    except (ClientNotFoundError, ParsingError) as exc:  # no docker binary; an answer it cannot parse
+        raise BundleError(f"{what}: {type(exc).__name__}: {first_line(str(exc))}", exit_code=exit_code,
+                          hint=hint) from None
 
 
 

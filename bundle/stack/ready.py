@@ -127,14 +127,16 @@ class BackgroundUp:
     """`compose up` in a thread: it blocks until depends_on's service_healthy conditions hold
     (minutes of weight loading in pd), and the wait must show progress meanwhile."""
 
-    def __init__(self, stack):
+    def __init__(self, stack, work: Callable[[], None] | None = None):
+        """`work`: what to run in place of a plain `stack.up()` (a reconcile's converge)."""
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(stack,), daemon=True)
+        self._work = work or stack.up
+        self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def _run(self, stack) -> None:
+    def _run(self) -> None:
         try:
-            stack.up()
+            self._work()
         except BaseException as exc:  # handed to the waiting thread, which raises it
             self._error = exc
 
@@ -189,10 +191,13 @@ class _Failure:
 
 def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, prompt: str,
                expected_services: set[str], report: Callable[[str], None],
-               starting: BackgroundUp | None = None, returning: set[str] = frozenset()) -> Readiness:
+               starting: BackgroundUp | None = None, returning: set[str] = frozenset(),
+               server_errors=None) -> Readiness:
     """Poll until ready (see the module's docstring). `returning`: the workers a reconcile brings
-    back (workers_away before `compose up`): while one is not healthy yet, the router's unhealthy
-    state is expected."""
+    back or replaces (workers_away before `compose up`, and those it recreates): while one is not
+    healthy yet, the router's unhealthy state is expected, and while `starting` runs, its stop is.
+    `server_errors`: told of each server error the first generation gets (bundle.verify.kv_path.
+    ServerErrorWatch); when it answers (message, hint), the wait ends with that."""
     start = time.monotonic()
     began = datetime.now(timezone.utc) - timedelta(seconds=1)  # for the engine's exit events
     deadline = start + timeout
@@ -226,6 +231,13 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
         text = cause.headline()
         if cause.service != view.service:
             text += f" (then {view.service} {what})"
+        kv = server_errors.explain() if server_errors is not None else None
+        if kv is not None and cause.service in server_names and cause.exit_code not in (None, 0):
+            # A server that exited or crashed is the cause: the transfers decode counted as failed
+            # went to (or came from) it, so they are its consequence, said after it.
+            return NotReady(f"{text}; before it, {kv[0]}", services=views)
+        if kv is not None:  # generations failed while every server ran: what decode counts says why
+            return NotReady(f"{kv[0]}; then {text}", services=views, hint=kv[1])
         return NotReady(text, services=views)
 
     while True:
@@ -244,9 +256,11 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
             if last_seen.get(view.service) != summary:
                 last_seen[view.service] = summary
                 event(f"{view.service}: {summary}")
-            crashed = (view.restarts > restarts.get(view.service, view.restarts)
-                       or view.state == "restarting"
-                       or (view.state in ("exited", "dead") and view.service in seen_running))
+            # A worker a reconcile is replacing stops on purpose while its `up --no-deps` runs.
+            replacing = view.service in returning and not (starting is None or starting.done())
+            crashed = not replacing and (view.restarts > restarts.get(view.service, view.restarts)
+                                         or view.state == "restarting"
+                                         or (view.state in ("exited", "dead") and view.service in seen_running))
             if first_failure is None and crashed:
                 first_failure = _Failure(view.service, "exited" if view.state in ("exited", "dead")
                                          else "crashed and was restarted", view.exit_code,
@@ -279,14 +293,17 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
                     raise fail(view, "turned unhealthy")
             # A container stopped before this launch (a reconcile) waits for `compose up` to start
             # it, which waits on its dependencies: stopped only counts once it ran, or up is done.
-            if view.state in ("exited", "dead") and (view.service in seen_running or up_done):
+            replacing = view.service in returning and not up_done
+            if view.state in ("exited", "dead") and not replacing and (view.service in seen_running or up_done):
                 if view.service in exited_once:  # still down a poll later: no restart is coming
                     raise fail(view, "exited")
                 exited_once.add(view.service)
             else:
                 exited_once.discard(view.service)
         servers_healthy = all(v.health == "healthy" for v in views if v.service in server_names)
-        if servers_healthy and not missing:
+        # Ready only once `compose up` (a reconcile's converge) is done: a server it has not
+        # replaced yet may still be healthy on its old configuration.
+        if servers_healthy and not missing and up_done:
             ok, detail = front_door_state(front, workers=len(server_names & {v.service for v in views})
                                           if topology.has_router else 0)
             if last_seen.get("front door") != detail:
@@ -297,6 +314,11 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
                     text = first_generation(front, prompt)
                 except (requests.RequestException, ValueError, KeyError, IndexError) as exc:
                     event(f"first generation not yet: {front.redact(str(exc))[:200]}")
+                    response = getattr(exc, "response", None)
+                    if server_errors is not None and response is not None and response.status_code >= 500:
+                        stop = server_errors.server_error(response.status_code, front.redact(response.text))
+                        if stop is not None:
+                            raise NotReady(stop[0], services=views, hint=stop[1])
                 else:
                     event(f"first generation through the front door: {text.strip()[:60]!r}")
                     generated = text

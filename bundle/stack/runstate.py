@@ -21,31 +21,23 @@ class LaunchRecord:
     topology: str
     compose_files: list[str]
     env_file: str
-    rehearsal: bool
+    rehearsal: str | None  # the rehearsal mode's name (service/rehearsal.py), None on GPUs; True: an older driver's sim
     config: str  # the config file used, or "<embedded defaults>"
     started_at: float
     run_dir: str  # this launch's own folder (logs, attestation)
     profiles: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # what render gave compose (no secrets)
-    target: str = "compose"  # or "slurm": a job on the rehearsal Slurm cluster (bundle/slurm/)
-
-    def stack(self):
-        from bundle.stack.docker import Stack
-
-        if self.target == "slurm":
-            from bundle.slurm.stack import SlurmRehearsalStack
-
-            return SlurmRehearsalStack(self.project)
-
-        return Stack(self.project, [Path(f) for f in self.compose_files], Path(self.env_file),
-                     profiles=list(self.profiles))
+    target: str = "compose"  # its render target (service/targets.py), whose stack() reads this record
+    # The volumes this project's launch created (none existed under that name before): all `down`
+    # answers for. A volume compose keeps by design, or that another target made, is left alone.
+    created_volumes: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, rendered, *, rehearsal: bool, config: str, run_dir: Path) -> LaunchRecord:
+    def of(cls, rendered, *, rehearsal: str | None, config: str, run_dir: Path, target: str = "compose") -> LaunchRecord:
         return cls(project=rendered.project, topology=rendered.topology.name,
                    compose_files=[str(f) for f in rendered.compose_files], env_file=str(rendered.env_file),
                    rehearsal=rehearsal, config=config, started_at=time.time(), run_dir=str(run_dir),
-                   profiles=list(rendered.profiles), env=dict(rendered.env))
+                   profiles=list(rendered.profiles), env=dict(rendered.env), target=target)
 
 
 def project_dir(project: str) -> Path:

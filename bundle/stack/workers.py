@@ -1,5 +1,6 @@
-"""How the driver reads a worker directly, behind the front door: its /metrics, /get_server_info,
-the environment its server process runs with, and its log.
+"""How the driver reaches a worker directly, behind the front door: its /metrics, /get_server_info,
+a request of its own (smoke's proof that each dp replica serves), the environment its server process
+runs with, and its log.
 
 pd workers publish no port (only the router does), so `ComposeWorkers` reads them from inside their
 own containers (`docker compose exec <service> curl ...`); `HttpWorkers` reads servers a test or a
@@ -31,6 +32,12 @@ _ENVIRON_SCRIPT = (
     "    env, source = dict(os.environ), 'exec environment'\n"
     "print(json.dumps({'source': source, 'values': {n: env.get(n) for n in sys.argv[1:]}}))\n"
 )
+# A POST from inside the worker's container, with the key the entrypoint gave its server (the compose
+# secret, read there: it never crosses the driver's command line). Arguments: timeout, body, the
+# status mark, the URL.
+_POST_SCRIPT = ('k=$(tr -d "\\r\\n" < /run/secrets/api_key 2>/dev/null || true); '
+                'exec curl -sS -m "$1" -H "Content-Type: application/json" '
+                '${k:+-H "Authorization: Bearer $k"} -d "$2" -w "$3%{http_code}" "$4"')
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,12 @@ class Workers(Protocol):
     roles: list[str]
 
     def get(self, role: str, path: str, *, timeout: float = 30) -> Reply: ...
+
+    def post(self, role: str, path: str, body: dict, *, timeout: float = 30) -> Reply: ...
+
+    def address(self, role: str) -> str:
+        """The URL the router knows this worker by (what its /workers lists)."""
+        ...
 
     def environ(self, role: str, names: list[str]) -> Environ | None: ...
 
@@ -75,6 +88,16 @@ class HttpWorkers:
             return Reply(0, f"{type(exc).__name__}: no answer from {self.urls[role]}{path}")
         return Reply(resp.status_code, resp.text)
 
+    def post(self, role: str, path: str, body: dict, *, timeout: float = 30) -> Reply:
+        try:
+            resp = requests.post(self.urls[role] + path, json=body, headers=self.headers, timeout=timeout)
+        except requests.RequestException as exc:
+            return Reply(0, f"{type(exc).__name__}: no answer from {self.urls[role]}{path}")
+        return Reply(resp.status_code, resp.text)
+
+    def address(self, role: str) -> str:
+        return self.urls[role]
+
     def environ(self, role: str, names: list[str]) -> Environ | None:
         return None  # a process behind a URL does not show its environment
 
@@ -100,6 +123,17 @@ class ComposeWorkers:
     def get(self, role: str, path: str, *, timeout: float = 30) -> Reply:
         command = ["curl", "-sS", "-m", str(int(timeout)), "-w", _STATUS_MARK + "%{http_code}",
                    f"http://127.0.0.1:{self.port}{path}"]
+        return self._curl(role, command)
+
+    def post(self, role: str, path: str, body: dict, *, timeout: float = 30) -> Reply:
+        command = ["sh", "-c", _POST_SCRIPT, "post", str(int(timeout)), json.dumps(body), _STATUS_MARK,
+                   f"http://127.0.0.1:{self.port}{path}"]
+        return self._curl(role, command)
+
+    def address(self, role: str) -> str:
+        return f"http://{self.services[role]}:{self.port}"
+
+    def _curl(self, role: str, command: list[str]) -> Reply:
         try:
             out = self.stack.exec(self.services[role], command)
         except BundleError as exc:

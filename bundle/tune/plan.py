@@ -21,7 +21,8 @@ from bundle.service.prepare import prepare
 from bundle.stack import runstate
 from bundle.tune import results
 from bundle.tune.space import GRAPH_FLAG, Candidate, Space, candidates as space_candidates
-from bundle.verify import report
+from bundle.verify import runstore
+from bundle.service.rehearsal import Mode, name_of
 
 # How disruptive a change is, least first: what a restart with it costs beyond the restart itself.
 # Collectives only change NCCL's environment; a graph cap only re-captures graphs; speculative
@@ -125,7 +126,7 @@ def estimate(project: str, *, rehearsal: bool, levels: int, method: dict) -> Est
     """Per-candidate phase durations: this project's earlier tune results first, then its launch
     records (ready.json) and bench history with the same method; assumed values for the rest."""
     assumed = ASSUMED[bool(rehearsal)]  # `rehearsal` may be a mode ("sim"): any rehearsal
-    done = [r for r in report.read_jsonl(results.results_path(project)) if r.get("status") == "ok"]
+    done = [r for r in runstore.read_jsonl(results.results_path(project)) if r.get("status") == "ok"]
     seconds = {phase: _median([(r.get("seconds") or {}).get(phase) for r in done])
                for phase in ("launch", "smoke", "bench", "down")}
     sources = []
@@ -142,7 +143,7 @@ def estimate(project: str, *, rehearsal: bool, levels: int, method: dict) -> Est
         if seconds["launch"] is not None:
             sources.append(f"{len(ready)} recorded launches")
     if seconds["bench"] is None:
-        history = report.read_jsonl(runstate.project_dir(project) / report.BENCH_HISTORY)
+        history = runstore.read_jsonl(runstate.project_dir(project) / runstore.BENCH_HISTORY)
         same = [sum(lv.get("seconds") or 0 for lv in r.get("levels", [])) for r in history
                 if r.get("kind", "bench") == "bench" and r.get("ok")
                 and {k: (r.get("config") or {}).get(k) for k in method} == method]
@@ -250,7 +251,7 @@ def candidate_deployment(user: Source, base: dict, cand: Candidate) -> Deploymen
     return build(user, deep_merge(copy.deepcopy(base), cand.overrides))
 
 
-def make_plan(space: Space, user: Source, *, topology: str, rehearsal: bool | str | None, sim: dict,
+def make_plan(space: Space, user: Source, *, topology: str, rehearsal: Mode | None, sim: dict,
               budget_s: float | None, lock_hash: str, extra_env: dict | None = None) -> Plan:
     """Every candidate through the one path every command takes (service.prepare: the rehearsal's env
     from `rehearsal` and its knobs `sim`, `extra_env` over it), ordered, estimated, skipped with reasons."""
@@ -274,7 +275,8 @@ def make_plan(space: Space, user: Source, *, topology: str, rehearsal: bool | st
     items = []
     for cand in cands:
         cand.key = results.resume_key(topology=topology, overrides=cand.overrides, config=base,
-                                      bench=base["bench"], rehearsal=rehearsal, sim=sim, lock_hash=lock_hash)
+                                      bench=base["bench"], rehearsal=name_of(rehearsal), sim=sim,
+                                      lock_hash=lock_hash)
         try:
             dep = candidate_deployment(user, base, cand)
             prepared = prepare(topology, dep=dep, rehearsal=rehearsal, sim=sim, extra_env=extra_env,

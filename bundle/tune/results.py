@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bundle.stack import runstate
 from bundle.tune.space import Objective
-from bundle.verify import report
+from bundle.verify import runstore
 
 RESULTS_NAME = "results.jsonl"
 FINISHED = ("ok", "failed", "timeout")  # a line with one of these is not run again
@@ -29,7 +29,7 @@ def results_path(project: str) -> Path:
     return tune_dir(project) / RESULTS_NAME
 
 
-def resume_key(*, topology: str, overrides: dict, config: dict, bench: dict, rehearsal: bool,
+def resume_key(*, topology: str, overrides: dict, config: dict, bench: dict, rehearsal: str | None,
                sim: dict, lock_hash: str) -> str:
     """12 hex chars of sha256 over what decides a candidate's numbers."""
     text = json.dumps({"topology": topology, "overrides": overrides, "config": config, "bench": bench,
@@ -38,13 +38,13 @@ def resume_key(*, topology: str, overrides: dict, config: dict, bench: dict, reh
 
 
 def append(project: str, record: dict) -> Path:
-    return report.append_jsonl(results_path(project), record)
+    return runstore.append_jsonl(results_path(project), record)
 
 
 def finished(project: str) -> dict[str, dict]:
     """key -> the last finished line for it."""
     out = {}
-    for line in report.read_jsonl(results_path(project)):
+    for line in runstore.read_jsonl(results_path(project)):
         if line.get("status") in FINISHED and line.get("key"):
             out[line["key"]] = line
     return out

@@ -19,6 +19,8 @@ from bundle.stack import docker, runstate
 from bundle.tune import results
 from bundle.tune.plan import Plan, Planned
 from bundle.verify import bench
+from bundle.service.targets import stack_of
+from bundle.service.rehearsal import Mode
 
 REASON_CHARS = 600  # of an error's message, in the results line and the table
 KEPT_METRICS = ("completed", "output_throughput", "total_throughput", "mean_ttft_ms", "median_ttft_ms",
@@ -35,7 +37,7 @@ def _down(project: str, timeout: int | None = None) -> None:
     try:
         if not docker.project_containers(project):
             return
-        runstate.load(project).stack().down(volumes=False, timeout=timeout)
+        stack_of(runstate.load(project)).down(volumes=False, timeout=timeout)
     except BundleError:
         pass
 
@@ -45,7 +47,7 @@ class Sweep:
     """How every candidate of a sweep is launched (from `bundle tune`'s flags)."""
 
     config: str | None  # the user's bundle.yaml, for messages; each candidate's config is its own
-    rehearsal: str | None  # None on a GPU host, else "sim" (tune ranks with the simulator's speed rules)
+    rehearsal: Mode | None  # None on a GPU host, else a tunable mode (the simulator: its speed rules rank)
     sim: Mapping[str, str] = field(default_factory=dict)  # the simulator's knobs
     launch_timeout: str | None = None  # each launch's readiness limit; None: lifecycle.launch_timeout
 

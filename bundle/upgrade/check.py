@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, BundleError
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 from bundle.upgrade import closure
 
 SIMPLE = "https://pypi.org/simple/{}/"

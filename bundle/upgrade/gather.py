@@ -17,7 +17,7 @@ from pathlib import Path
 from bundle import paths
 from bundle.errors import EXIT_FAILED, BundleError
 from bundle.images import audit_record
-from bundle.images.lock import Lock
+from bundle.lock import Lock
 from bundle.images.requirements import LAYERS, parse_pins
 from bundle.upgrade import closure, guards, parser_snapshot
 

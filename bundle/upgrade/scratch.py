@@ -15,7 +15,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from bundle.errors import EXIT_CONFIG, BundleError
-from bundle.images.lock import Lock, load_lock
+from bundle.lock import Lock, load_lock
 from bundle.images.requirements import compile_locks
 
 _PIN_LINE = re.compile(r'^(?P<name>[A-Za-z0-9._-]+)\s*=\s*"(?P<value>[^"]*)"')

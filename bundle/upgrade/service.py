@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 
 from bundle import paths
 from bundle.errors import EXIT_CONFIG, BundleError
-from bundle.images.lock import Lock, load_lock
+from bundle.lock import Lock, load_lock
 from bundle.upgrade import closure, gather, scratch
 from bundle.upgrade.gather import Progress
 

@@ -147,7 +147,7 @@ def expectations(dep, topology, collectives: levers.Collectives | None = None,
     collectives = collectives or levers.unprobed_collectives(lv)
     env = levers.environment(lv, collectives)
     try:
-        from bundle.images.lock import load_lock
+        from bundle.lock import load_lock
 
         version = load_lock().pins.get("sglang")
     except BundleError:  # a broken lock is `bundle validate`'s to report, not attestation's

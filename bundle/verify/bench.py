@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bundle.verify import bench_serving
 from bundle.stack import engine
-from bundle.verify import report
+from bundle.verify import comparable, runstore
 from bundle.stack import runstate
 from bundle.verify.bench_serving import Level
 from bundle.config.model import Deployment
@@ -252,7 +252,7 @@ def _strip_server_info(path: Path, lines: list[dict]) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
-def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str, str],
+def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str, str], target: str = "compose",
         api_key_file: str | None, redact: Callable[[str], str],
         on_level: Callable[[Level], None] | None = None, on_line: Callable[[str], None] | None = None,
         run_dir: Path | None = None, stack_gone: Callable[[], str | None] = lambda: None,
@@ -260,10 +260,10 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
     """Every level in order; returns the run's record (also appended to the history) and its folder."""
     run_dir = run_dir or runstate.new_run_dir(project, "bench")
     stamp = run_dir.name.split("-bench")[0].replace("-", "")
-    history_path = runstate.project_dir(project) / report.BENCH_HISTORY
+    history_path = runstate.project_dir(project) / runstore.BENCH_HISTORY
     record = {
         "kind": "bench", "run_id": run_dir.name, "label": plan_.label, "topology": plan_.topology,
-        "project": project, "rehearsal": rehearsal,
+        "project": project, "rehearsal": rehearsal, "target": target,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "finished": None,
         **provenance(env, rehearsal=rehearsal),
         "config": plan_.config | {"dataset_source": plan_.dataset_source}, "levels": [], "ok": False,
@@ -290,8 +290,8 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
             stop_reason = f"skipped: C={level.concurrency} ran out of time"
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     record["ok"] = all(lv["status"] == "ok" for lv in record["levels"])
-    report.append_jsonl(history_path, record)
-    report.write_json(run_dir / "bench.json", record)
+    runstore.append_jsonl(history_path, record)
+    runstore.write_json(run_dir / "bench.json", record)
     return record, run_dir
 
 
@@ -427,8 +427,8 @@ def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehear
     record["soak"]["stopped"] = stopped
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     record["ok"] = stopped is None and record["soak"]["failed"] == 0 and record["soak"]["completed"] > 0
-    report.append_jsonl(runstate.project_dir(project) / report.BENCH_HISTORY, record)
-    report.write_json(run_dir / "soak.json", record)
+    runstore.append_jsonl(runstate.project_dir(project) / runstore.BENCH_HISTORY, record)
+    runstore.write_json(run_dir / "soak.json", record)
     return record, run_dir
 
 
@@ -451,14 +451,15 @@ def _image(record: dict) -> tuple:
 
 def gate_reference(history: list[dict], record: dict, against: str | None = None) -> dict | None:
     """The earlier run to gate `record` against: `against` (a run id, or its unique start), else the
-    last run of the same topology, config and image (id and lock hash) that measured something."""
+    last run like it (comparable.py: topology, GPU or rehearsal mode, target, lengths) of the same
+    config and image (id and lock hash) that measured something."""
     earlier = [r for r in history if r.get("kind", "bench") == "bench" and r.get("run_id") != record.get("run_id")
                and any(lv.get("metrics") for lv in r.get("levels", []))]
     if against:
         matches = [r for r in earlier if r.get("run_id") == against] or \
                   [r for r in earlier if str(r.get("run_id", "")).startswith(against)]
         return matches[-1] if len({r.get("run_id") for r in matches}) == 1 else None
-    same = [r for r in earlier if r.get("topology") == record.get("topology")
+    same = [r for r in earlier if comparable.unlike(record, r) is None
             and _method(r) == _method(record) and _image(r) == _image(record)]
     return same[-1] if same else None
 

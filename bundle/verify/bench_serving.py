@@ -64,7 +64,7 @@ def arguments(level: Level, *, base_url: str, tokenizer: str, output_file: str,
 
 def parse_lines(text: str) -> list[dict]:
     """Every JSON object line of an output file (bench_serving appends; damaged lines are skipped)."""
-    from bundle.verify.report import parse_jsonl
+    from bundle.verify.runstore import parse_jsonl
 
     return parse_jsonl(text)
 

@@ -7,7 +7,8 @@ request repeated giving the same text; the first check asked again behind a cont
 64 tokens (SGLang's sm_120 sparse-MLA takes another path above 64 query tokens, which failed for
 DeepSeek-V4's TP4 shape: flashinfer #5135); every answer checked for degenerate output (the same
 token at every step, vLLM #52938); in pd, proof that the requests passed through prefill and
-decode (the workers' own request counters before and after, else their logs). `compare_answers`
+decode (the workers' own request counters before and after, else their logs); in dp, proof that
+every replica serves (a request straight to each, and the router listing each healthy). `compare_answers`
 then holds the greedy answers against the last smoke report of another topology.
 
 Nothing here prints or stores the API key: every text that leaves this module goes through
@@ -16,7 +17,6 @@ Nothing here prints or stores the API key: every text that leaves this module go
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,6 +26,7 @@ import requests
 from bundle import topology as registry
 from bundle.stack.frontdoor import FrontDoor
 from bundle.stack.workers import Workers, parse_prometheus, sample_total
+from bundle.verify import kv_path
 
 # SGLang's tokenizer-manager counters (observability/metrics_collector.py; need --enable-metrics).
 # In PD mode the router sends every request to both workers, so both count it.
@@ -58,7 +59,17 @@ MAX_REPEAT_RUN = 6
 MIN_DISTINCT_SHARE = 0.3
 DEGENERATE_MIN_WORDS = 10
 MAX_CHAR_RUN = 24  # the same character 24 times in a row ("!!!!...", "......") without spaces
-SPREAD_PROMPTS_PER_REPLICA = 3  # dp: distinct prompts sent per replica to see the router spread them
+# dp: one /generate sent straight to each replica, inside the network (not through the router, whose
+# policy decides where a few prompts go: cache_aware sent all ten of them to one replica on a loaded
+# 2-core box), generating exactly this many tokens (ignore_eos), so an answer proves the replica decodes.
+REPLICA_PROBE_TOKENS = 4
+REPLICA_PROBE = {"text": "The capital of France is",
+                 "sampling_params": {"max_new_tokens": REPLICA_PROBE_TOKENS, "ignore_eos": True, "temperature": 0}}
+# How long the router may take to list a replica that just served as healthy: a replica restarted a
+# moment ago answers before the router's next health check (health_check_interval_secs, 5 s by
+# default) takes it back.
+ROUTER_VIEW_WAIT_S = 30.0
+ROUTER_VIEW_POLL_S = 1.0
 
 
 @dataclass
@@ -91,14 +102,6 @@ class SmokeReport:
                 "model": self.model, "started_at": self.started_at,
                 "seconds": round(sum(s.seconds for s in self.steps), 3),
                 "steps": [asdict(s) for s in self.steps], "answers": self.answers}
-
-
-def _unshared_prompt(k: int) -> str:
-    """A prompt that shares no prefix with the others: a cache-aware router sends a request whose
-    text matches what a worker already holds to that worker, so prompts that differ only after a
-    common opening (or shorter than the chat template around them) would all go to one replica."""
-    words = [hashlib.sha256(f"spread-{k}-{i}".encode()).hexdigest()[:10] for i in range(48)]
-    return " ".join(words) + ". Repeat the last word."
 
 
 class _Failed(Exception):
@@ -207,7 +210,7 @@ class SmokeRunner:
     def run(self) -> SmokeReport:
         self._step("health", self.health)
         self._step("model listed", self.model_listed)
-        before = self._counters() if self.workers else None
+        before = self._counters() if self.workers and self.entry.disaggregated else None
         for i, check in enumerate(self.checks, 1):
             self._one_check(i, check.prompt, check.expect)
         self._step(f"long prompt (> {LONG_PROMPT_MIN_TOKENS} tokens)", self._long_prompt)
@@ -215,7 +218,7 @@ class SmokeRunner:
         if self.workers and self.entry.disaggregated:
             self._step("through prefill and decode", lambda: self._passed_through(before))
         if self.workers and self.entry.replicated:
-            self._step("reached every replica", lambda: self._spread(before))
+            self._step("every replica serves", self._every_replica_serves)
         return self.report
 
     def _one_check(self, i: int, prompt: str, expect: str) -> None:
@@ -289,44 +292,63 @@ class SmokeRunner:
                 out[role] = {"source": "metrics", "requests": totals.get(REQUESTS_METRIC, 0.0),
                              "generated": totals.get(GENERATED_METRIC, 0.0),
                              "kv_received": sample_total(reply.text, KV_RECEIVED_METRIC, **KV_RECEIVED_LABELS),
-                             "kv_sent": totals.get(KV_SENT_METRIC)}
+                             "kv_sent": totals.get(KV_SENT_METRIC),
+                             "kv_failed": {name: totals.get(name, 0.0) for name in kv_path.FAILURE_COUNTERS}}
                 continue
             mark = LOG_MARKS.get(role)
             out[role] = {"source": "log", "status": reply.status, "why": f"/metrics: HTTP {reply.status}",
                          "lines": self.workers.log(role).count(mark) if mark else 0}
         return out
 
-    def _spread(self, before: dict) -> tuple[bool, str]:
-        """dp: distinct prompts through the router, then every replica that is up must have counted
-        some (the checks' repeated prompts all go to one replica under a cache-aware policy). A
-        replica that is down or restarted meanwhile is named, not counted: the router serving from
-        the others is what dp is for; `bundle status` shows the one that is down."""
-        for k in range(SPREAD_PROMPTS_PER_REPLICA * len(self.workers.roles)):
-            body = self.front.chat_body(_unshared_prompt(k), max_tokens=2)
-            resp = self.session.post(self.front.chat_url, json=body, timeout=self.timeout)
+    def _every_replica_serves(self) -> tuple[bool, str]:
+        """dp: each replica answers a /generate of its own, sent from inside its container (so no
+        router policy decides whether it gets one), with exactly REPLICA_PROBE_TOKENS tokens; and the
+        router's own /workers lists every replica that answered as healthy. A replica that gives no
+        answer at all is down or restarting: named, not counted (the router serving from the others is
+        what dp is for; `bundle status` shows it), but at least one replica must serve."""
+        parts, serving, ok = [], [], True
+        for role in self.workers.roles:
+            reply = self.workers.post(role, "/generate", REPLICA_PROBE, timeout=self.timeout)
+            if reply.status == 0:
+                parts.append(f"{role}: down or restarting ({reply.text}), not counted")
+                continue
+            tokens = _generated_tokens(reply.text) if reply.status == 200 else None
+            if tokens != REPLICA_PROBE_TOKENS:
+                ok = False
+                got = f"{tokens} tokens" if reply.status == 200 else f"HTTP {reply.status}"
+                parts.append(f"{role}: /generate asked for {REPLICA_PROBE_TOKENS} tokens, got {got}: "
+                             f"{reply.text[:DETAIL_CHARS]}")
+                continue
+            serving.append(role)
+            parts.append(f"{role} generated {tokens} tokens ({self.workers.describe(role)})")
+        if not serving:
+            return False, "; ".join(parts + ["no replica served"])
+        unlisted = self._router_lists_healthy([self.workers.address(role) for role in serving])
+        if unlisted:
+            ok = False
+            parts.append(f"the router's /workers does not list as healthy {unlisted} "
+                         f"(waited {ROUTER_VIEW_WAIT_S:g} s)")
+        else:
+            parts.append(f"the router's /workers lists those {len(serving)} healthy")
+        return ok, "; ".join(parts)
+
+    def _router_lists_healthy(self, addresses: list[str]) -> list[str]:
+        """Of `addresses`, those the router's /workers does not list as healthy within
+        ROUTER_VIEW_WAIT_S (polled: a replica back from a restart waits for its next health check)."""
+        deadline = time.monotonic() + ROUTER_VIEW_WAIT_S
+        while True:
+            resp = self._get("/workers")
             if resp.status_code != 200:
                 raise self._error(resp)
-        after = self._counters()
-        parts, up = [], 0
-        ok = True
-        for role in self.workers.roles:
-            a, b = after.get(role, {}), before.get(role, {})
-            if 0 in (a.get("status"), b.get("status")):  # no answer at all: down or restarting
-                parts.append(f"{role}: down or restarting ({a.get('why') or b.get('why')}), not counted")
-                continue
-            if a.get("source") != "metrics" or b.get("source") != "metrics":
-                ok = False
-                parts.append(f"{role}: no request counters ({a.get('why') or b.get('why')}; start it with "
-                             f"--enable-metrics)")
-                continue
-            served = a["requests"] - b["requests"]
-            if served < 0:  # its counters started again from zero: it restarted during the smoke test
-                parts.append(f"{role}: restarted during the smoke test, not counted")
-                continue
-            up += 1
-            ok = ok and served > 0
-            parts.append(f"{role} counted {served:g} requests")
-        return ok and up > 0, "; ".join(parts)
+            try:
+                healthy = {w["url"].rstrip("/") for w in resp.json()["workers"] if w.get("is_healthy")}
+            except (ValueError, KeyError, TypeError, AttributeError):
+                raise _Failed(self.front.redact(f"/workers is not smg's worker list: "
+                                                f"{resp.text[:DETAIL_CHARS]}")) from None
+            unlisted = [a for a in addresses if a.rstrip("/") not in healthy]
+            if not unlisted or time.monotonic() >= deadline:
+                return unlisted
+            time.sleep(ROUTER_VIEW_POLL_S)
 
     def _passed_through(self, before: dict) -> tuple[bool, str]:
         after = self._counters()
@@ -348,6 +370,8 @@ class SmokeRunner:
                         role_ok = role_ok and moved >= served
                         text += (f", received the KV cache of {moved:g} requests ({KV_RECEIVED_METRIC}"
                                  f"{{stage=\"decode_transferred\"}})")
+                    text += _kv_failures(a.get("kv_failed", {}), b.get("kv_failed", {}), role_ok)
+                    role_ok = role_ok and not _kv_failed(a.get("kv_failed", {}), b.get("kv_failed", {}))
                 elif a.get("kv_sent") is not None:
                     # Reported, not required: SGLang skips a transfer whose time it could not take.
                     text += f", sent {a['kv_sent'] - (b.get('kv_sent') or 0.0):g} KV transfers ({KV_SENT_METRIC})"
@@ -359,6 +383,33 @@ class SmokeRunner:
             ok = ok and role_ok
             parts.append(text)
         return ok, f"{'; '.join(parts)}; smoke sent {expected}"
+
+
+def _kv_failed(after: dict, before: dict) -> bool:
+    return any(after.get(n, 0.0) > before.get(n, 0.0) for n in (kv_path.TRANSFER_FAILED, kv_path.BOOTSTRAP_FAILED))
+
+
+def _kv_failures(after: dict, before: dict, passed: bool) -> str:
+    """Decode's failed transfers, in launch's words (bundle/verify/kv_path.py): those counted during
+    the smoke test; or, when nothing got through (smg stops sending to a worker that keeps failing),
+    those counted since decode started."""
+    if _kv_failed(after, before):
+        counts = {n: after.get(n, 0.0) - before.get(n, 0.0) for n in kv_path.FAILURE_COUNTERS}
+        when = "during the smoke test"
+    elif not passed and any(after.get(n, 0.0) for n in (kv_path.TRANSFER_FAILED, kv_path.BOOTSTRAP_FAILED)):
+        counts, when = {n: after.get(n, 0.0) for n in kv_path.FAILURE_COUNTERS}, "since decode started"
+    else:
+        return ""
+    return ("; the KV transfer between prefill and decode fails: "
+            + ", ".join(f"{v:g} {k}" for k, v in counts.items()) + f" {when} (fix: {kv_path.HINT})")
+
+
+def _generated_tokens(text: str) -> int | None:
+    """completion_tokens of a native /generate answer (SGLang's meta_info), or None."""
+    try:
+        return int(json.loads(text)["meta_info"]["completion_tokens"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def degenerate(text: str) -> str | None:

@@ -25,6 +25,7 @@ from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
 from bundle.stack import runstate
+from bundle.service.targets import stack_of
 from tests.conftest import one_build_at_a_time
 from tests.rehearsal_stack import SERVED
 
@@ -105,7 +106,7 @@ def _shared_stacks(tmp_path_factory, _shared_runs, rehearsal_image):
         try:
             if shared.launched is None:
                 raise BundleError("no launch record")
-            shared.launched.stack().down(volumes=True, timeout=10)  # down -v --remove-orphans
+            stack_of(shared.launched).down(volumes=True, timeout=10)  # down -v --remove-orphans
         except BundleError as exc:  # whatever a failed launch left behind
             print(f"teardown of {shared.project}: {exc}")
             subprocess.run(["docker", "compose", "-p", shared.project, "down", "-v", "--remove-orphans", "-t", "2"],
@@ -133,7 +134,7 @@ def _knobs_call(stack, service: str, key: str | None, knobs: dict | None = None)
 def sim_knobs(shared: SharedRehearsal, **knobs):
     """Set the simulators' run-time knobs (POST /sim/faults) in every worker of `shared`; afterwards
     every knob changed is put back to what it was."""
-    stack = shared.record.stack()
+    stack = stack_of(shared.record)
     before = {s: _knobs_call(stack, s, shared.key) for s in shared.workers}
     for service in shared.workers:
         _knobs_call(stack, service, shared.key, knobs)

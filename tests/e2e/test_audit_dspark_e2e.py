@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from bundle.images import build
-from bundle.images.lock import load_lock
+from bundle.lock import load_lock
 from bundle.simulator.resolve import resolve_like_sglang
 from tests.conftest import REPO
 

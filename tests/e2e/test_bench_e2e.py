@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bundle.cli import main
 from bundle.stack import docker, runstate
-from bundle.verify import report
+from bundle.verify import runstore
 from tests.conftest import compose_project, write_config
 from tests.e2e.conftest import sim_knobs
 from tests.sim_process import free_port
@@ -45,7 +45,7 @@ def _last_run(history: Path) -> dict:
 @pytest.mark.timeout(600)
 def test_high_concurrency_sends_every_prompt_and_a_too_small_dataset_is_refused(tmp_path, shared_rehearsal):
     shared = shared_rehearsal("tp4")  # read only: tests/e2e/conftest.py's session launch
-    config, history = shared.config, runstate.project_dir(shared.project) / report.BENCH_HISTORY
+    config, history = shared.config, runstate.project_dir(shared.project) / runstore.BENCH_HISTORY
     out_file = tmp_path / "bench.out"
     with sim_knobs(shared, tpot_ms=2, ttft_ms=5):
         # A separate process writing to a file, as `make rehearse > log` or CI does: no terminal.
@@ -93,7 +93,7 @@ def test_down_during_bench_leaves_every_request_accounted_for(tmp_path, runs_dir
     runner.join(timeout=300)
     assert not runner.is_alive()
     assert outcome["code"] == 1
-    (level,) = _last_run(runs_dir / f"{project}-tp4" / report.BENCH_HISTORY)["levels"]
+    (level,) = _last_run(runs_dir / f"{project}-tp4" / runstore.BENCH_HISTORY)["levels"]
     assert "the stack went away during the run" in level["reason"]
     assert level["metrics"]["completed"] >= 4
     assert level["metrics"]["completed"] + level["failed_requests"] + level["unsent"] == level["num_prompts"] == 32

@@ -1,14 +1,12 @@
-"""The dp topology end to end on the rehearsal: two replicas behind the real router, validated,
-rendered, launched, smoke-tested (the workers' own counters prove the router reached both), then
+"""The dp topology end to end on the rehearsal (worker simulators behind the real router): two
+replicas validated, rendered, launched, smoke-tested (each replica generates a request sent straight
+to it inside the network, and the router lists both healthy), then
 one replica's server process killed with SIGKILL from the host (as an OOM kill or a crash does):
 the router keeps serving from the other, Docker restarts the killed one, and down leaves nothing."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import time
 
 import pytest
@@ -16,6 +14,7 @@ import pytest
 from bundle.cli import main
 from bundle.stack import docker
 from tests.conftest import compose_project, write_config
+from tests.e2e.host_faults import sigkill
 from tests.sim_process import free_port
 
 # Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
@@ -29,14 +28,6 @@ def project(runs_dir):
         yield name
 
 
-def _host_pid(project: str, service: str) -> int:
-    cid = subprocess.run(["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={project}",
-                          "--filter", f"label=com.docker.compose.service={service}"],
-                         capture_output=True, text=True, check=True).stdout.split()[0]
-    return int(subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", cid], capture_output=True,
-                              text=True, check=True).stdout)
-
-
 def test_dp_serves_from_both_replicas_survives_a_sigkill_and_goes_down_cleanly(tmp_path, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
     assert main(["validate", "dp", "-c", str(config)]) == 0
@@ -44,19 +35,23 @@ def test_dp_serves_from_both_replicas_survives_a_sigkill_and_goes_down_cleanly(t
     assert main(["launch", "dp", "--rehearsal", "sim", "-c", str(config)]) == 0
     capsys.readouterr()
     assert main(["smoke", "dp", "-c", str(config), "--json"]) == 0
-    out = capsys.readouterr().out
-    assert "replica-0 counted" in out and "replica-1 counted" in out
+    steps = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+    served = steps["every replica serves"]
+    assert served["ok"] and "replica-0 generated" in served["detail"] and "replica-1 generated" in served["detail"]
+    assert "lists those 2 healthy" in served["detail"], served
 
-    os.kill(_host_pid(f"{project}-dp", "replica-0"), signal.SIGKILL)
+    sigkill(f"{project}-dp", "replica-0")
     killed = time.monotonic()
     first_pass = None
-    while time.monotonic() - killed < 60:
+    # A budget, not a claim on speed: the killed replica is "down, not counted" at once, but the router
+    # may still send a check to it until its health check (5 s) takes it out of rotation.
+    while time.monotonic() - killed < 90:
         capsys.readouterr()
         if main(["smoke", "dp", "-c", str(config)]) == 0:
             first_pass = time.monotonic() - killed
             break
         time.sleep(1)
-    assert first_pass is not None and first_pass < 30, "smoke did not pass again within 30 s of the kill"
+    assert first_pass is not None, "smoke did not pass again within 90 s of the kill"
 
     # The restart policy brings the killed replica back; then both serve again.
     deadline = time.monotonic() + 120

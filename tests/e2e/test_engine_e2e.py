@@ -1,36 +1,77 @@
-"""The CPU engine rehearsal end to end: the pinned SGLang 0.5.23 server itself on CPU, behind the real smg.
+"""The CPU engine rehearsal end to end: the pinned SGLang server itself on CPU, behind the real smg, in
+all three topologies of ONE project with the same trained model, one after the other (the tests of
+this module run in order on one worker; each takes its topology down before the next starts).
 
-One pd run carries every read-only check and the one fault (minutes of CI each, so they share it):
-launch (readiness through smg, attestation of what the real server resolved), smoke (every check,
-the PD path proven by SGLang's own counters), bench C=1 and C=8 with tiny sizes, decode's main
-process SIGKILLed FROM THE HOST (its PID from docker inspect; a `docker kill` is an operator's stop,
-for which Docker skips the restart policy), the restart policy bringing it back, smoke again, down.
-tp4 runs once: launch, smoke (its greedy answer equals pd's: compared by smoke itself), down.
+- tp4: launch, smoke (every check), down.
+- pd: launch (readiness through smg, attestation of what the real server resolved), smoke (every check,
+  the PD path proven by SGLang's own counters), bench C=1 and C=8 with tiny sizes, decode's server
+  process SIGKILLed FROM THE HOST (tests/e2e/host_faults.py: a `docker kill` is an operator's stop, for
+  which Docker skips the restart policy), the restart policy bringing it back, smoke again, down.
+- dp: launch (two replicas), smoke (each replica generates a request sent straight to it, and smg
+  lists both healthy), replica-0's server SIGKILLed from the host while replica-1 serves the front
+  door, replica-0 back by its restart policy, smoke again, down leaving nothing.
+- The greedy answers of the first smokes compared explicitly: a topology that gave none fails.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
+from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pytest
+import requests
 
+from bundle import topology as registry
 from bundle.cli import main
+from bundle.config.loader import load_config
+from bundle.stack import docker
+from bundle.stack.frontdoor import front_door
 from tests.conftest import compose_project, write_config
+from tests.e2e.host_faults import sigkill
 from tests.sim_process import free_port
 
 pytestmark = pytest.mark.docker
-# 12 min: alone on 2 cores pd is ready in about 3.5 min, but `make test` runs another module beside it.
-LAUNCH = ["--rehearsal", "engine", "--timeout", "12m"]
+# Each wait's bound, and each test's timeout the sum of its waits (plus 2 min for the smokes and down):
+# alone on 2 cores pd is ready in about 3.5 min, but `make test` runs another module beside it.
+LAUNCH_S = 12 * 60
+LAUNCH = ["--rehearsal", "engine", "--timeout", f"{LAUNCH_S}s"]
+BENCH_LEVEL_S = 3 * 60  # each of the two tiny levels (8 output tokens)
+BACK_S = 6 * 60  # a SIGKILLed server restarted by Docker and healthy again (the model loads again)
+SMOKE_AGAIN_S = 2 * 60  # the router takes the restarted server back within its health checks
+REST_S = 2 * 60
+MODEL_S = 5 * 60  # the engine's model trained for this image, once (132 s from a fresh clone), then cached
+TOPOLOGIES = ("tp4", "pd", "dp")
+# topology -> {prompt: greedy answer} of its first smoke; filled by the tests as they run
+ANSWERS: dict[str, dict[str, str]] = {}
 
 
-@pytest.fixture
-def project(runs_dir):
-    with compose_project("engine") as name:
-        yield name
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, rehearsal_image):
+    """One project for the three topologies (runs/<project>-<topology>/), one runs folder, one config,
+    and the model all three serve, trained first (the first test's bound carries MODEL_S for it)."""
+    from bundle.images.rehearsal_model import ensure_model
+
+    ensure_model(rehearsal_image)
+    folder = tmp_path_factory.mktemp("engine")
+    with pytest.MonkeyPatch.context() as patch, compose_project("engine") as name:
+        patch.setenv("BUNDLE_RUNS_DIR", str(folder / "runs"))
+        config = write_config(folder, f"project: {name}\nnetwork:\n  front_port: {free_port()}\n")
+        yield SimpleNamespace(project=name, config=config)
+
+
+def _smoke(engine, topology, capsys) -> dict:
+    capsys.readouterr()
+    code = main(["smoke", topology, "-c", str(engine.config), "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    return json.loads(out)
+
+
+def _keep_answers(topology: str, report: dict) -> None:
+    ANSWERS[topology] = {a["prompt"]: a["answer"] for a in report["answers"] if a.get("answer") is not None}
 
 
 def _inspect(project: str, service: str) -> dict:
@@ -42,66 +83,138 @@ def _inspect(project: str, service: str) -> dict:
                                      check=True).stdout)[0]
 
 
-def _smoke(config, topology, capsys) -> dict:
-    capsys.readouterr()
-    code = main(["smoke", topology, "-c", str(config), "--json"])
-    out = capsys.readouterr().out
-    assert code == 0, out[-3000:]
-    return json.loads(out)
-
-
-@pytest.mark.timeout(1500)
-def test_pd_on_the_real_engine_serves_smokes_benches_and_recovers_from_a_sigkill(tmp_path, project, capsys):
-    port = free_port()
-    config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {port}\n")
-    pd_project = f"{project}-pd"
-    assert main(["launch", "pd", "-c", str(config), *LAUNCH]) == 0
-
-    report = _smoke(config, "pd", capsys)
-    steps = {s["name"]: s for s in report["steps"]}
-    assert all(s["ok"] for s in report["steps"]), steps
-    # The KV path proven by SGLang's own records, not only by the answers: decode received a KV cache
-    # for every request it served (smoke's step fails otherwise), over NIXL (decode's own log).
-    assert 'decode_transferred' in steps["through prefill and decode"]["detail"]
-    decode_log = subprocess.run(["docker", "logs", _inspect(pd_project, "decode")["Id"]], capture_output=True,
-                                text=True, check=True)
-    assert "NIXL KVManager initialized with backend: UCX" in decode_log.stdout + decode_log.stderr
-
-    capsys.readouterr()
-    assert main(["bench", "pd", "-c", str(config), "--concurrency", "1", "8", "--input-len", "16",
-                 "--output-len", "8", "--prompts-per-concurrency", "1", "--level-timeout", "5m", "--json"]) == 0
-    record = json.loads(capsys.readouterr().out)  # the run's JSON record (indented: the whole of stdout)
-    assert [lv["status"] for lv in record["levels"]] == ["ok", "ok"]
-    assert all(lv["metrics"]["completed"] == lv["concurrency"] for lv in record["levels"])
-
-    # SIGKILL of decode's main process from the host: a crash to Docker, so its restart policy acts.
-    before = _inspect(pd_project, "decode")
-    os.kill(before["State"]["Pid"], signal.SIGKILL)
-    deadline = time.monotonic() + 420
-    while time.monotonic() < deadline:
-        now = _inspect(pd_project, "decode")
-        if now["RestartCount"] > before["RestartCount"] and now["State"].get("Health", {}).get("Status") == "healthy":
-            break
+def _back_healthy(project: str, service: str, restarts_before: int) -> None:
+    deadline = time.monotonic() + BACK_S
+    while True:
+        now = _inspect(project, service)
+        if now["RestartCount"] > restarts_before and now["State"].get("Health", {}).get("Status") == "healthy":
+            return
+        assert time.monotonic() < deadline, f"{service} did not come back healthy in {BACK_S} s: {now['State']}"
         time.sleep(5)
-    else:
-        pytest.fail(f"decode did not come back healthy: {now['State']}")
-    # The router pairs it again within its health-check interval; smoke then passes on the new process.
-    for _ in range(30):
+
+
+def _smoke_passes_again(engine, topology: str, capsys) -> dict:
+    deadline = time.monotonic() + SMOKE_AGAIN_S
+    while True:
         capsys.readouterr()
-        if main(["smoke", "pd", "-c", str(config), "--json"]) == 0:
-            break
+        code = main(["smoke", topology, "-c", str(engine.config), "--json"])
+        out = capsys.readouterr().out
+        if code == 0:
+            return json.loads(out)
+        assert time.monotonic() < deadline, f"smoke did not pass again within {SMOKE_AGAIN_S} s:\n{out[-3000:]}"
         time.sleep(5)
-    else:
-        pytest.fail("smoke did not pass after decode's restart")
-    assert main(["down", "pd", "-c", str(config)]) == 0
 
 
-@pytest.mark.timeout(900)
-def test_tp4_on_the_real_engine_serves_and_smokes(tmp_path, project, capsys):
-    port = free_port()
-    config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {port}\n")
-    assert main(["launch", "tp4", "-c", str(config), *LAUNCH]) == 0
-    report = _smoke(config, "tp4", capsys)
-    assert all(s["ok"] for s in report["steps"]), report["steps"]
-    assert any(a.get("answer") and "Paris" in a["answer"] for a in report["answers"])
-    assert main(["down", "tp4", "-c", str(config)]) == 0
+def _down_leaves_nothing(engine, topology: str) -> None:
+    assert main(["down", topology, "-c", str(engine.config)]) == 0
+    assert docker.project_containers(f"{engine.project}-{topology}") == []
+
+
+@contextmanager
+def _launched(engine, topology: str):
+    """`bundle launch` of one topology; a test that fails midway still takes it down, so the next
+    topology of the project finds the front port and the CPU free."""
+    assert main(["launch", topology, "-c", str(engine.config), *LAUNCH]) == 0
+    try:
+        yield
+    except BaseException:
+        main(["down", topology, "-c", str(engine.config)])
+        raise
+
+
+@pytest.mark.timeout(MODEL_S + LAUNCH_S + REST_S)
+def test_tp4_on_the_real_engine_serves_and_smokes(engine, capsys):
+    with _launched(engine, "tp4"):
+        report = _smoke(engine, "tp4", capsys)
+        assert all(s["ok"] for s in report["steps"]), report["steps"]
+        assert any(a.get("answer") and "Paris" in a["answer"] for a in report["answers"])
+        _keep_answers("tp4", report)
+        _down_leaves_nothing(engine, "tp4")
+
+
+@pytest.mark.timeout(LAUNCH_S + 2 * BENCH_LEVEL_S + BACK_S + SMOKE_AGAIN_S + REST_S)
+def test_pd_on_the_real_engine_serves_smokes_benches_and_recovers_from_a_sigkill(engine, capsys):
+    pd_project = f"{engine.project}-pd"
+    with _launched(engine, "pd"):
+        report = _smoke(engine, "pd", capsys)
+        steps = {s["name"]: s for s in report["steps"]}
+        assert all(s["ok"] for s in report["steps"]), steps
+        _keep_answers("pd", report)
+        # The KV path proven by SGLang's own records, not only by the answers: decode received a KV cache
+        # for every request it served (smoke's step fails otherwise), over NIXL (decode's own log).
+        assert 'decode_transferred' in steps["through prefill and decode"]["detail"]
+        decode_log = subprocess.run(["docker", "logs", _inspect(pd_project, "decode")["Id"]], capture_output=True,
+                                    text=True, check=True)
+        assert "NIXL KVManager initialized with backend: UCX" in decode_log.stdout + decode_log.stderr
+
+        capsys.readouterr()
+        assert main(["bench", "pd", "-c", str(engine.config), "--concurrency", "1", "8", "--input-len", "16",
+                     "--output-len", "8", "--prompts-per-concurrency", "1", "--level-timeout", f"{BENCH_LEVEL_S}s",
+                     "--json"]) == 0
+        record = json.loads(capsys.readouterr().out)  # the run's JSON record (indented: the whole of stdout)
+        assert [lv["status"] for lv in record["levels"]] == ["ok", "ok"]
+        assert all(lv["metrics"]["completed"] == lv["concurrency"] for lv in record["levels"])
+
+        restarts = _inspect(pd_project, "decode")["RestartCount"]
+        sigkill(pd_project, "decode")  # a crash to Docker (exit 137), so its restart policy acts
+        _back_healthy(pd_project, "decode", restarts)
+        _smoke_passes_again(engine, "pd", capsys)
+        _down_leaves_nothing(engine, "pd")
+
+
+# Left out of CI until a figure says the module fits (under about 12 min on a quiet box): two SGLang
+# replicas on CPU, a SIGKILL and a model reload; not measured under the shared flock this round.
+@pytest.mark.heavy
+@pytest.mark.timeout(LAUNCH_S + BACK_S + SMOKE_AGAIN_S + REST_S)
+def test_dp_on_the_real_engine_serves_from_both_replicas_and_one_survives_the_others_sigkill(engine, capsys):
+    dp_project = f"{engine.project}-dp"
+    with _launched(engine, "dp"):
+        report = _smoke(engine, "dp", capsys)
+        steps = {s["name"]: s for s in report["steps"]}
+        assert all(s["ok"] for s in report["steps"]), steps
+        served = steps["every replica serves"]["detail"]
+        assert "replica-0 generated" in served and "replica-1 generated" in served and "lists those 2 healthy" in served
+        _keep_answers("dp", report)
+
+        # replica-0's server SIGKILLed: while it is down (restarting, its model loading again: a minute on
+        # CPU), the front door answers from replica-1.
+        dep = load_config(engine.config)
+        front, check = front_door(dep, registry.get("dp")), dep.smoke.checks[0]  # what the model was trained on
+        restarts = _inspect(dp_project, "replica-0")["RestartCount"]
+        sigkill(dp_project, "replica-0")
+        killed = time.monotonic()
+        served_while_down = None
+        while served_while_down is None and time.monotonic() - killed < SMOKE_AGAIN_S:
+            # The router may still try replica-0 once before its health check takes it out of rotation.
+            reply = requests.post(front.chat_url, json=front.chat_body(check.prompt, max_tokens=dep.smoke.max_tokens),
+                                  headers=front.headers, timeout=60)
+            down = _inspect(dp_project, "replica-0")["State"].get("Health", {}).get("Status") != "healthy"
+            if reply.status_code == 200 and down:
+                served_while_down = time.monotonic() - killed
+                assert check.expect in reply.json()["choices"][0]["message"]["content"]
+            time.sleep(1)
+        assert served_while_down is not None, "the front door did not answer while replica-0 was down"
+        print(f"dp: the front door answered from replica-1 {served_while_down:.1f} s after replica-0's SIGKILL")
+
+        _back_healthy(dp_project, "replica-0", restarts)
+        again = _smoke_passes_again(engine, "dp", capsys)
+        served = {s["name"]: s for s in again["steps"]}["every replica serves"]["detail"]
+        assert "replica-0 generated" in served and "replica-1 generated" in served, served
+        _down_leaves_nothing(engine, "dp")
+
+
+def test_the_topologies_give_the_same_greedy_answers(request):
+    """Same image, same model, greedy: the topology must not change a token. Compared here, explicitly,
+    for every topology whose test this session selected (all three when this file runs whole; tp4 and pd
+    in `make test`, where dp's is heavy): a selected topology whose test failed has no answers, and that
+    is a failure, not a pass."""
+    selected = [t for t in TOPOLOGIES
+                if any(item.name.startswith(f"test_{t}_on_the_real_engine") for item in request.session.items)]
+    assert "tp4" in selected and len(selected) >= 2, f"only {selected} selected: nothing to compare"
+    missing = [t for t in selected if not ANSWERS.get(t)]
+    assert not missing, f"no smoke answers from {missing}: nothing to compare them with"
+    reference = ANSWERS["tp4"]
+    for topology in selected[1:]:
+        assert set(ANSWERS[topology]) == set(reference), (topology, sorted(ANSWERS[topology]), sorted(reference))
+        differ = {p: (reference[p], ANSWERS[topology][p]) for p in reference if ANSWERS[topology][p] != reference[p]}
+        assert not differ, f"{topology} answered differently from tp4: {differ}"

@@ -1,4 +1,4 @@
-"""Faults on the rehearsal, through the driver: a decode worker killed mid-benchmark is reported,
+"""Faults on the rehearsal, through the driver: a decode worker SIGKILLed from the host mid-benchmark is reported,
 restarted by its restart policy, the next smoke test passes, and every request of the interrupted
 benchmark is accounted for as a success or an error."""
 
@@ -14,7 +14,9 @@ import pytest
 
 from bundle.stack import runstate
 from bundle.cli import main
+from bundle.service.targets import stack_of
 from tests.conftest import write_config
+from tests.e2e.host_faults import sigkill
 from tests.sim_process import free_port
 
 # Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
@@ -42,12 +44,14 @@ def _decode(status: dict) -> dict:
     return next(c for c in status["containers"] if c["service"] == "decode")
 
 
-@pytest.mark.heavy  # passes (78 s alone, 2026-12-02); CI's cold run (73 min of 90) has no room for it
+# Passes (78 s alone, 2026-12-02). Left out of CI: with the six heavy tests brought in, a cold CI run
+# did not finish within its 90 minutes (2026-12-03); back in once a quiet cold run measures room.
+@pytest.mark.heavy
 def test_decode_killed_mid_benchmark_is_reported_restarted_and_accounted_for(tmp_path, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
                                     f"bench:\n  level_timeout: 6m\n")
     assert main(["launch", "pd", "--rehearsal", "sim", "-c", str(config), "--sim", "SIM_TPOT_MS=40"]) == 0
-    stack = runstate.load(f"{project}-pd").stack()
+    stack = stack_of(runstate.load(f"{project}-pd"))
 
     outcome: dict = {}
 
@@ -68,9 +72,8 @@ def test_decode_killed_mid_benchmark_is_reported_restarted_and_accounted_for(tmp
         assert time.monotonic() < deadline, f"the benchmark never got going on decode: {stats}"
         time.sleep(0.3)
 
-    # Kill decode's server process mid-generation (exit 1, as a crashed SGLang would).
-    subprocess.run(["docker", "compose", "-p", f"{project}-pd", "exec", "-T", "decode", "curl", "-s",
-                    "-X", "POST", "http://127.0.0.1:30000/sim/crash"], capture_output=True)
+    # Decode's server process SIGKILLed from the host mid-generation (as the OOM killer would).
+    sigkill(f"{project}-pd", "decode")
     killed = time.monotonic()
     while True:  # the driver reports it within 30 s
         decode = _decode(_status(config, capsys))

@@ -20,6 +20,7 @@ from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
 from bundle.stack import runstate
+from bundle.service.targets import stack_of
 from tests.conftest import write_config
 
 # Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
@@ -34,7 +35,7 @@ def _free_port() -> int:
 
 
 def _knobs(record, **knobs) -> None:
-    record.stack().exec("server", ["curl", "-fsS", "-X", "POST", "-H", "Content-Type: application/json",
+    stack_of(record).exec("server", ["curl", "-fsS", "-X", "POST", "-H", "Content-Type: application/json",
                                    "-d", json.dumps(knobs), "http://127.0.0.1:30000/sim/faults"])
 
 
@@ -91,7 +92,7 @@ def test_guards_on_a_running_rehearsal(tmp_path, runs_dir, capsys):
         assert s["first_window"]["requests"] > 0 and s["first_window"]["mean_tpot_ms"] is not None
     finally:
         try:
-            runstate.load(name).stack().down(volumes=True, timeout=10)
+            stack_of(runstate.load(name)).down(volumes=True, timeout=10)
         except BundleError as exc:
             print(f"teardown of {name}: {exc}")
 
@@ -105,6 +106,6 @@ def test_guards_on_a_running_rehearsal(tmp_path, runs_dir, capsys):
         assert same["ok"] and "greedy answers identical to tp4" in same["detail"], same
     finally:
         try:
-            runstate.load(pd_name).stack().down(volumes=True, timeout=10)
+            stack_of(runstate.load(pd_name)).down(volumes=True, timeout=10)
         except BundleError as exc:
             print(f"teardown of {pd_name}: {exc}")

@@ -1,4 +1,4 @@
-"""`bundle launch --rehearsal` end to end on the real engine: ready with progress, recorded, status,
+"""`bundle launch --rehearsal` end to end on a real Docker engine, worker simulators for servers: ready with progress, recorded, status,
 a malformed config that leaves a running stack alone, down that keeps volumes; and a launch that
 times out keeps its logs, stops what it started and exits non-zero."""
 

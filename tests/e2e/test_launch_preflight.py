@@ -73,7 +73,7 @@ def test_a_model_folder_that_differs_from_the_pinned_checkpoint_is_refused(tmp_p
     from pathlib import Path
 
     from bundle.images import model
-    from bundle.images.lock import load_lock
+    from bundle.lock import load_lock
 
     repo = Path(__file__).resolve().parents[2]
     home = tmp_path / "home"

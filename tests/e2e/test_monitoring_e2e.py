@@ -1,4 +1,4 @@
-"""`bundle launch pd --rehearsal --monitoring` on the real engine: a real Prometheus (Debian's, built
+"""`bundle launch pd --rehearsal --monitoring` on a real Docker engine, worker simulators for servers: a real Prometheus (Debian's, built
 on the project's Debian root) scrapes both servers and the router, all up; a frozen decode worker
 (`docker pause`) fires the worker-down alert within the rule's `for:` plus two scrape intervals, and
 the alert clears once it is unpaused. One stack for all of it (the rehearsal's 2 s intervals)."""
@@ -110,7 +110,9 @@ def test_prometheus_scrapes_everything_and_a_paused_decode_fires_and_clears_its_
               f"plus the {POLL} s poll")
         # Only the frozen worker is reported: its own scrape, or the router's view of it.
         assert all("decode" in who for _, who in fired), fired
-        assert took <= budget + POLL + 1
+        # Prometheus' clock, not this box's load, sets when a rule fires; what a loaded host can add is a
+        # late evaluation: one scrape interval more (not measured here: this test is heavy).
+        assert took <= budget + POLL + parse_duration(REHEARSAL_SCRAPE_INTERVAL)
 
         _wait("the worker-down alerts clear",
               lambda: not {a for a in _firing(prometheus) if a[0] in WORKER_DOWN} or None, 90)

@@ -13,7 +13,7 @@ import pytest
 from bundle.cli import main
 from bundle.errors import BundleError
 from bundle.images import pull
-from bundle.images.lock import LOCK_HASH_LABEL, load_lock
+from bundle.lock import LOCK_HASH_LABEL, load_lock
 from bundle.stack import engine
 from tests.release_fixtures import copy_lock, ensure_base_image, serve_registry, sh
 

@@ -85,6 +85,8 @@ def test_stopped_services_come_back_with_launch_and_a_frozen_decode_fails_fast(t
         reply = _chat(front, timeout=REQUEST_TIMEOUT * 4)
         took = time.monotonic() - started
         assert reply.status_code != 200
+        # smg keeps its own budget: its hung-attempt timings measured on this box ran 0.05-0.08 s over
+        # at load 8-15 (tests/test_simulator_router.py); 5 s covers that and the port forward many times.
         assert took <= REQUEST_TIMEOUT + 5, f"a request to a frozen decode took {took:.1f} s"
         status = _status(config, capsys)
         decode = next(c for c in status["containers"] if c["service"] == "decode")

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from bundle.cli import main
-from bundle.images.lock import LOCK_HASH_LABEL, load_lock
+from bundle.lock import LOCK_HASH_LABEL, load_lock
 from bundle.images.sbom import SBOM_LABEL, SBOM_PATH
 from bundle.stack import engine
 from tests.release_fixtures import copy_lock, cyclonedx, ensure_base_image, make_wheel, pinned, serve_registry, sh

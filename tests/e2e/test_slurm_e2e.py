@@ -21,6 +21,7 @@ import pytest
 from bundle.cli import main
 from bundle.slurm import job as jobs
 from bundle.stack import docker, engine, runstate
+from bundle.service.targets import stack_of
 from tests.conftest import write_config
 from tests.sim_process import free_port
 
@@ -34,7 +35,7 @@ def project(runs_dir):
     name = f"slurm-{uuid.uuid4().hex[:6]}"
     yield name
     # Whatever the test left: the cluster's compose project.
-    subprocess.run(["docker", "compose", "-p", f"{name}-pd", "down", "-v", "--remove-orphans", "-t", "1"],
+    subprocess.run(["docker", "compose", "-p", f"{name}-pd-slurm", "down", "-v", "--remove-orphans", "-t", "1"],
                    capture_output=True)
 
 
@@ -51,7 +52,7 @@ def test_pd_on_slurm_serves_is_benchmarked_survives_a_lost_node_report_and_leave
     assert main(["launch", "pd", "--target", "slurm", "--rehearsal", "sim", "-c", str(config),
                  "--sim", "SIM_TPOT_MS=40"]) == 0
     launched = time.monotonic() - started
-    record = jobs.load(f"{project}-pd")
+    record = jobs.load(f"{project}-pd-slurm")
     client = record.client
     # squeue: one job on two nodes; prefill and decode on different nodes, the router on the first.
     fields = client.job(record.job_id)
@@ -64,7 +65,7 @@ def test_pd_on_slurm_serves_is_benchmarked_survives_a_lost_node_report_and_leave
     assert main(["bench", "pd", "-c", str(config), "--concurrency", "2", "--prompts-per-concurrency", "2",
                  "--input-len", "16", "--output-len", "8", "--range-ratio", "1.0"]) == 0
 
-    stack = runstate.load(f"{project}-pd").stack()
+    stack = stack_of(runstate.load(f"{project}-pd-slurm"))
     outcome: dict = {}
 
     def bench():
@@ -83,14 +84,14 @@ def test_pd_on_slurm_serves_is_benchmarked_survives_a_lost_node_report_and_leave
         assert time.monotonic() < deadline, f"the benchmark never got going on decode: {stats}"
         time.sleep(0.3)
     # node-2's init (its slurmd, PID 1 of the container) SIGKILLed from the host: the node crashes.
-    node2 = f"{project}-pd-node-2-1"
+    node2 = f"{project}-pd-slurm-node-2-1"
     os.kill(engine.client().container.inspect(node2).state.pid, signal.SIGKILL)
     killed = time.monotonic()
 
     runner.join(timeout=600)
     assert not runner.is_alive()
     assert outcome["code"] != 0
-    history = (tmp_path / "runs" / f"{project}-pd" / "bench.jsonl").read_text().splitlines()
+    history = (tmp_path / "runs" / f"{project}-pd-slurm" / "bench.jsonl").read_text().splitlines()
     (level,) = json.loads(history[-1])["levels"]
     completed = (level["metrics"] or {}).get("completed", 0)
     assert completed + (level["failed_requests"] or 0) + level.get("unsent", 0) == level["num_prompts"] == 16
@@ -112,7 +113,7 @@ def test_pd_on_slurm_serves_is_benchmarked_survives_a_lost_node_report_and_leave
     said = capsys.readouterr().out
     # The cluster goes whole, volumes included: down must not claim to have kept a cache volume.
     assert "removed" in said and "kept" not in said, said
-    assert docker.project_volumes(f"{project}-pd") == []
-    assert docker.project_containers(f"{project}-pd") == [] and docker.project_networks(f"{project}-pd") == []
+    assert docker.project_volumes(f"{project}-pd-slurm") == []
+    assert docker.project_containers(f"{project}-pd-slurm") == [] and docker.project_networks(f"{project}-pd-slurm") == []
     print(f"launched in {launched:.0f} s; node-2 marked down {marked_down:.0f} s after the kill ({reason}); "
           f"{completed} completed, {level['failed_requests']} failed of {level['num_prompts']}")

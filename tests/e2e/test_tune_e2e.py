@@ -1,4 +1,4 @@
-"""`bundle tune tp4 --space FILE` on the rehearsal, real engine, real router, real bench_serving:
+"""`bundle tune tp4 --space FILE` on the simulator rehearsal, a real Docker engine, real router, real bench_serving:
 candidates at different SIMULATED speeds (chosen by each server's own parsed arguments), one made
 to fail at start and one to hang. Interrupted (SIGINT) after the first candidate, the sweep leaves nothing
 running; the rerun resumes without repeating it, ranks the others, records the failure and writes
@@ -22,6 +22,7 @@ from bundle.errors import EXIT_INTERRUPTED
 from bundle.stack import docker
 from tests.conftest import REPO, compose_project, write_config
 from tests.sim_process import free_port
+from tests.rehearsal_stack import PACE_FLOOR
 
 # Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("rehearsal_image"),
@@ -104,7 +105,12 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
     ranked = [c["name"] for c in sweep["candidates"]]
     assert ranked == ["fast", "defaults", "broken", "hung"], ranked  # the two fastest on paper never served
     fast, defaults = sweep["candidates"][0], sweep["candidates"][1]
-    assert fast["score"] > defaults["score"] * 1.5
+    # fast is paced at 0.4x the TPOT: 2.5x the defaults' speed at most (a loaded host adds the same
+    # overheads to both and only narrows the gap, so no floor above 1 holds on a busy 2-core box: the
+    # ranking above is the claim). Above the pace would mean another rule applied (bf16's 0.2x: 5x).
+    gain = fast["score"] / defaults["score"]
+    print(f"tune: fast scored {gain:.2f}x the defaults (paced: 2.5x)")
+    assert 1 < gain <= 2.5 / PACE_FLOOR, gain
     assert "REHEARSAL" in out and "SIMULATED" in out
     assert sorted((runs_dir / f"{project}-tp4").glob("*-tune/tune.png"))
 

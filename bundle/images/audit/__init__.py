@@ -17,8 +17,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from bundle import paths
 from bundle import topology as topologies
 from bundle.config.model import Deployment
@@ -26,9 +24,9 @@ from bundle.errors import EXIT_FAILED, BundleError
 from bundle.images.audit import tools
 from bundle.images.audit.context import AuditContext, ServerCommand, locked_packages, overlay_distribution
 from bundle.images.audit.core import CheckResult, Level
-from bundle.images.lock import Lock
+from bundle.lock import Lock
 from bundle.render.compose import render
-from bundle.render.interpolate import interpolate
+from bundle.render.compose_files import service_environments
 
 HERE = Path(__file__).resolve().parent
 SHIPPED_CONFIG = HERE / "deepseek_v4_flash"  # config.json written from the public description
@@ -87,7 +85,7 @@ def server_commands(dep: Deployment, lock: Lock) -> list[ServerCommand]:
     for name in topologies.NAMES:
         entry = topologies.get(name)
         rendered = render(dep, entry, image=lock.image_ref, lock_hash=lock.hash)
-        environments = _service_environments(rendered.compose_files, rendered.env)
+        environments = service_environments(rendered.compose_files, rendered.env)
         for role in dep.roles(entry):
             args = rendered.server_args(role.name)
             if args is None:
@@ -96,21 +94,6 @@ def server_commands(dep: Deployment, lock: Lock) -> list[ServerCommand]:
             env.update({k: v for k, v in (role.env or {}).items()})
             out.append(ServerCommand(f"{name}/{role.name}", name, role.name, ".".join(role.key_path), args, env))
     return out
-
-
-def _service_environments(files, env: dict[str, str]) -> dict[str, dict[str, str]]:
-    """service -> its `environment:` as the compose files spell it, interpolated (last file wins)."""
-    merged: dict[str, dict[str, str]] = {}
-    for path in files:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-        for service, spec in (data.get("services") or {}).items():
-            raw = (spec or {}).get("environment") or {}
-            if isinstance(raw, list):
-                raw = dict(item.split("=", 1) if "=" in item else (item, "") for item in raw)
-            target = merged.setdefault(service, {})
-            for key, value in raw.items():
-                target[key] = interpolate(str(value), env) if value is not None else ""
-    return merged
 
 
 def model_folder(dep: Deployment) -> tuple[Path, str]:

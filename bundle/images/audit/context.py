@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundle.images.lock import Lock, requirements_dir
+from bundle.lock import Lock, requirements_dir
 from bundle.images.requirements import LAYERS, normalise
 
 _HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")

@@ -18,6 +18,7 @@ import base64
 import concurrent.futures
 import email.parser
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -389,6 +390,120 @@ def section_libraries(inp: dict) -> dict:
             "libraries": [lib for lib in listed if lib["cubins"] or lib["ptx"]]}
 
 
+# ---- the CUDA toolchain and the prebuilt kernels (docker/kernels.Dockerfile) ----
+
+# Not the image's: the kernel's file systems and the audit's own mounts (probe, tools, model, output).
+_SKIP_ROOTS = ("/proc", "/sys", "/dev", "/tmp", "/opt/bundle-audit", "/model")
+
+
+def _nvccs() -> list[dict]:
+    """Every nvcc executable in the image (links folded into their target), with its version."""
+    found = {}
+    for dirpath, dirs, names in os.walk("/"):
+        dirs[:] = [d for d in dirs if os.path.join(dirpath, d) not in _SKIP_ROOTS]
+        if "nvcc" in names:
+            path = os.path.join(dirpath, "nvcc")
+            real = os.path.realpath(path)
+            if os.path.isfile(real) and os.access(real, os.X_OK):
+                found.setdefault(real, path)
+    out = []
+    for real in sorted(found):
+        try:
+            text = subprocess.run([real, "--version"], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+        m = re.search(r"release (\d+\.\d+), V([\d.]+)", text)
+        out.append({"path": real, "release": m.group(1) if m else None, "version": m.group(2) if m else None})
+    return out
+
+
+def _cuda_h_version(path: str = "/usr/local/cuda/include/cuda.h") -> int | None:
+    text = _read(path)
+    m = re.search(r"^#define CUDA_VERSION (\d+)", text or "", re.MULTILINE)
+    return int(m.group(1)) if m else None
+
+
+def _torch_library_dirs() -> list[str]:
+    """The folders torch's CUDA library names in its RUNPATH ($ORIGIN expanded): the CUDA wheels'
+    lib folders (nvidia/cu13/lib, ...). FlashInfer imports torch before it loads a module, so
+    libcudart.so.13 and the rest are already loaded from there by soname: the loader resolves a
+    module's NEEDED against them, not only against ld.so's default paths, and so must the audit."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    lib_dir = os.path.join(list(spec.submodule_search_locations)[0], "lib")
+    dirs = [lib_dir]
+    for name in ("libtorch_cuda.so", "libtorch_global_deps.so"):
+        try:
+            text = subprocess.run(["readelf", "-d", os.path.join(lib_dir, name)], capture_output=True,
+                                  text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        for paths in re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library (?:runpath|rpath): \[([^\]]*)\]", text):
+            for entry in paths.split(":"):
+                folder = os.path.normpath(entry.replace("$ORIGIN", lib_dir))
+                if entry and os.path.isdir(folder) and folder not in dirs:
+                    dirs.append(folder)
+    return dirs
+
+
+def _elf(path: str, library_dirs: list[str] = ()) -> dict:
+    """NEEDED, the driver-API symbols it leaves undefined, and what the loader cannot find (ldd) in a
+    process that has imported torch (`library_dirs`: _torch_library_dirs)."""
+    env = {**os.environ, "LD_LIBRARY_PATH": ":".join([*library_dirs, os.environ.get("LD_LIBRARY_PATH", "")]).strip(":")}
+
+    def run(*cmd: str) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", run("readelf", "-d", path))
+    undefined = sorted({ln.split()[-1].split("@")[0] for ln in run("nm", "-D", "--undefined-only", path).splitlines()
+                        if re.search(r"\bcu[A-Z]\w*$", ln.split()[-1].split("@")[0] if ln.split() else "")})
+    missing = sorted({ln.split("=>")[0].strip() for ln in run("ldd", path).splitlines() if "not found" in ln})
+    return {"needed": needed, "driver_calls": undefined, "unresolved": missing}
+
+
+_LOOKUP = """
+import importlib, json, sys
+out = {}
+for name, target in json.loads(sys.argv[1]).items():
+    module, function = target.split(":")
+    try:
+        spec = getattr(importlib.import_module(module), function)()
+        out[name] = {"is_aot": bool(spec.is_aot), "path": str(spec.get_library_path())}
+    except Exception as exc:
+        out[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+print("LOOKUP " + json.dumps(out))
+"""
+
+
+def section_kernels(inp: dict) -> dict:
+    manifest_path = inp.get("kernels_manifest", "/opt/bundle/kernels.json")
+    out: dict = {"nvcc": _nvccs(), "cuda_h_version": _cuda_h_version(), "manifest": None}
+    text = _read(manifest_path)
+    if text is None:
+        return out
+    manifest = json.loads(text)
+    out["manifest"] = manifest
+    modules = manifest.get("modules", {})
+    library_dirs = _torch_library_dirs()
+    out["modules"] = {name: {"present": os.path.isfile(m["path"]),
+                             **(_elf(m["path"], library_dirs) if os.path.isfile(m["path"]) else {})}
+                      for name, m in modules.items()}
+    # FlashInfer's own lookup, as a server would ask it: JIT off, a fresh HOME (no JIT cache).
+    env = {**os.environ, "FLASHINFER_DISABLE_JIT": "1", "HOME": "/tmp/audit-fresh-home"}
+    targets = {name: m.get("generator", "") for name, m in modules.items()}
+    try:
+        proc = subprocess.run([sys.executable, "-c", _LOOKUP, json.dumps(targets)], capture_output=True,
+                              text=True, timeout=300, env=env)
+        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("LOOKUP ")), None)
+        out["lookup"] = json.loads(line[7:]) if line else {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+    except subprocess.TimeoutExpired:
+        out["lookup"] = {"error": "FlashInfer's lookup did not answer in 300 s"}
+    return out
+
+
 # ---- the SBOM, by cyclonedx-bom from the mounted tools (never from the image's venv) ----
 
 def section_sbom(inp: dict) -> dict:
@@ -416,7 +531,7 @@ def section_sbom(inp: dict) -> dict:
 
 SECTIONS = {"packages": section_packages, "pip_check": section_pip_check, "imports": section_imports,
             "helps": section_helps, "serverargs": section_serverargs, "libraries": section_libraries,
-            "sbom": section_sbom}
+            "kernels": section_kernels, "sbom": section_sbom}
 
 
 def main(argv: list[str]) -> int:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bundle.images.audit import checks_packages, checks_runtime, checks_sbom, checks_sglang, checks_sm120
+from bundle.images.audit import (checks_kernels, checks_packages, checks_runtime, checks_sbom, checks_sglang,
+                                 checks_sm120)
 from bundle.checks import selected
 from bundle.images.audit.core import Check, CheckResult, run_check
 
@@ -18,6 +19,8 @@ CHECKS: tuple[Check, ...] = (
     Check("predicted", "Predicted choices on sm_120", checks_sglang.choices),
     Check("sm120", "Native code for sm_120", checks_sm120.coverage),
     Check("levers", "Chosen paths have sm_120 kernels", checks_sm120.levers),
+    Check("toolchain", "One CUDA toolchain, the lock's", checks_kernels.toolchain),
+    Check("kernels", "JIT modules prebuilt for sm_120a", checks_kernels.kernels),
     Check("sbom", "CycloneDX SBOM", checks_sbom.sbom),
 )
 NAMES = tuple(c.name for c in CHECKS)
@@ -25,7 +28,8 @@ NAMES = tuple(c.name for c in CHECKS)
 SECTIONS = {"lock": ("packages",), "once": ("packages",), "files": ("packages",), "pip-check": ("pip_check",),
             "path-hooks": ("packages",), "imports": ("imports",), "help": ("helps",),
             "server-args": ("serverargs",), "predicted": ("serverargs",), "sm120": ("libraries",),
-            "levers": ("libraries", "serverargs"), "sbom": ("sbom",)}
+            "levers": ("libraries", "serverargs"), "toolchain": ("kernels",),
+            "kernels": ("kernels", "libraries", "serverargs"), "sbom": ("sbom",)}
 
 
 def run_checks(ctx, only: list[str] | None = None, skip: list[str] | None = None) -> list[CheckResult]:

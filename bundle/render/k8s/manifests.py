@@ -1,9 +1,11 @@
 """(typed config, the compose render) -> Kubernetes manifests for the same topology.
 
-One LeaderWorkerSet per server role (size = nodes per copy, replicas = copies,
-RecreateGroupOnPodRestart), a PodDisruptionBudget per role, smg as a Deployment behind the one
-exposed Service (tp4: a Service in front of the server's leaders), a Role for smg's service
-discovery, and the JIT cache claim where one is asked for. The command lines are the compose
+A disaggregated topology is one DisaggregatedSet by default (kubernetes.<section>.form; see
+disaggregated.py): prefill, decode and smg are its roles and roll out together. Otherwise (tp4, dp,
+and pd with form: LeaderWorkerSets) one LeaderWorkerSet per server role (size = nodes per copy,
+replicas = copies, RecreateGroupOnPodRestart) and smg as a Deployment. Either way: a
+PodDisruptionBudget per role, the one exposed Service (smg's, or tp4's server leaders'), a Role for
+smg's service discovery, and the JIT cache claim where one is asked for. The command lines are the compose
 render's own (Rendered.commands), changed only where commands.py says. Pure: nothing is written
 until K8sRendered.write().
 """
@@ -18,8 +20,9 @@ import yaml
 from bundle.config.model import Deployment, Role
 from bundle.config.source import format_path
 from bundle.render.compose import ROUTER_PORT, Rendered
+from bundle.render.compose_files import service_environment
 from bundle.render.k8s import commands as cmd
-from bundle.render.k8s import monitoring, pods
+from bundle.render.k8s import disaggregated, monitoring, pods
 from bundle.monitoring.scrape import ROUTER_METRICS_PORT
 from bundle.topology import PREFILL, ROUTER, ROUTER_MODULE, SERVER_HEALTH_PATH, SERVER_MODULE, \
     ROUTER_READINESS_PATH, Topology
@@ -47,6 +50,8 @@ class K8sRendered:
     compose_services: dict[str, str]  # workload name -> the compose service its command comes from
     warnings: tuple[str, ...]
     source_name: str
+    needs: str  # the LeaderWorkerSet release the manifests need
+    notes: tuple[str, ...] = ()  # what the user does after applying (an autoscaler's target)
 
     def header(self) -> str:
         return (f"{GENERATED} {self.topology.name}` from {self.source_name}; do not edit: edit "
@@ -59,7 +64,8 @@ class K8sRendered:
         return f"manifests for {self.topology.name} in namespace {self.namespace}"
 
     def how_to_run(self, out_dir) -> str:
-        return f"apply: kubectl apply -f {out_dir}   (needs the LeaderWorkerSet controller installed)"
+        lines = [f"apply: kubectl apply -f {out_dir}   (needs {self.needs} installed)", *self.notes]
+        return "\n# ".join(lines)
 
     def write(self, out_dir: Path) -> list[Path]:
         """One file per object under out_dir (`kubectl apply -f out_dir` applies them in order);
@@ -89,6 +95,10 @@ class _Builder:
         self.section = dep.section(self.topology)  # the topology's section of bundle.yaml
         self.k8s = dep.kubernetes
         self.base = dep.project_name(self.topology.name)
+        # pd as one DisaggregatedSet (named base) or as LeaderWorkerSets; None: not disaggregated.
+        self.form = self.k8s.form(self.topology.config_section) if self.topology.disaggregated else None
+        self.one_set = self.form is not None and self.form.one_set
+        self.notes: list[str] = []
         self.image = rendered.env["BUNDLE_IMAGE"]
         self.lock_hash = rendered.env["BUNDLE_LOCK_HASH"]
         self.cache_name = rendered.env["JIT_CACHE_VOLUME"]
@@ -118,6 +128,8 @@ class _Builder:
         return f"{self.base}-{'replica' if self.topology.replicated else role.name}"
 
     def leader_selector(self, role: Role) -> dict:
+        if self.one_set:
+            return disaggregated.leader_selector(self.base, role.name, self.form)
         return {"io.sglang-bundle.project": self.base, "io.sglang-bundle.role": role.service.role,
                 cmd.LWS_WORKER_INDEX_LABEL: "0"}
 
@@ -132,18 +144,27 @@ class _Builder:
         if self.k8s.jit_cache.type == "pvc":
             self.objects.append(self.cache_claim())
         roles = self.server_roles()
-        for role in roles:
-            self.server(role)
-        if self.topology.has_router:
-            self.router(roles)
+        if self.one_set:
+            self.disaggregated_set(roles)  # the servers and smg as its roles, smg's front Service
         else:
-            (role,) = roles
-            self.objects.append(self.front_service(
-                {cmd.LWS_NAME_LABEL: self.lws_name(role), cmd.LWS_WORKER_INDEX_LABEL: "0"},
-                self.dep.network.worker_port))
+            for role in roles:
+                self.server(role)
+            if self.topology.has_router:
+                self.router(roles)
+            else:
+                (role,) = roles
+                self.objects.append(self.front_service(
+                    {cmd.LWS_NAME_LABEL: self.lws_name(role), cmd.LWS_WORKER_INDEX_LABEL: "0"},
+                    self.dep.network.worker_port))
         self.objects += monitoring.objects(self, sorted({r.service.role for r in roles}), self.topology.has_router)
+        needs = disaggregated.needs(self.form) if self.form is not None else disaggregated.NEEDS_LWS
+        if self.form is not None:
+            other = "LeaderWorkerSets" if self.one_set else "DisaggregatedSet"
+            self.notes.append(f"{format_path(self.form.key_path + ('form',))}: {other} instead needs "
+                              f"{disaggregated.NEEDS_LWS if self.one_set else disaggregated.NEEDS_SET}")
         return K8sRendered(self.topology, self.k8s.namespace, tuple(self.objects), self.commands,
-                           self.compose_services, tuple(self.warnings), self.dep.source.name)
+                           self.compose_services, tuple(self.warnings), self.dep.source.name, needs,
+                           tuple(self.notes))
 
     def server_roles(self) -> list[Role]:
         """One Role per server section: dp's replicas share theirs, replica-0's command stands for all."""
@@ -165,6 +186,16 @@ class _Builder:
 
     # --- servers ----------------------------------------------------------------------------
     def server(self, role: Role) -> None:
+        """The server as its own LeaderWorkerSet, with its PodDisruptionBudget."""
+        name, labels, spec = self.server_group(role)
+        spec["rolloutStrategy"] = {"type": "RollingUpdate",
+                                   "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0}}
+        self.objects.append({"apiVersion": LWS_API, "kind": "LeaderWorkerSet", "metadata": self.meta(name, labels),
+                             "spec": spec})
+        self.objects.append(self.disruption_budget(f"{name}", {cmd.LWS_NAME_LABEL: name}, labels))
+
+    def server_group(self, role: Role) -> tuple[str, dict, dict]:
+        """(workload name, labels, a LeaderWorkerSet's spec without rolloutStrategy) of a server."""
         k8s_role = self.k8s.role(role.service.config_key)
         name = self.lws_name(role)
         argv = self.rendered.commands[role.name]
@@ -193,26 +224,46 @@ class _Builder:
         # Pods past the leader run the other ranks and serve no HTTP: no probes; a crash of any
         # of them recreates the whole group (RecreateGroupOnPodRestart).
         worker = pods.server_pod(self.dep, annotations={}, probes={}, **common)
-        self.objects.append({
-            "apiVersion": LWS_API, "kind": "LeaderWorkerSet",
-            "metadata": self.meta(name, labels),
-            "spec": {
-                "replicas": k8s_role.replicas,
-                # Workers start with the leader: a multi-node leader is not ready (/health) until
-                # every rank has joined, so LeaderReady would wait for good.
-                "startupPolicy": "LeaderCreated",
-                "rolloutStrategy": {"type": "RollingUpdate",
-                                    "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0}},
-                "leaderWorkerTemplate": {"size": k8s_role.nodes, "restartPolicy": "RecreateGroupOnPodRestart",
-                                         "leaderTemplate": leader, "workerTemplate": worker},
-            },
-        })
-        self.objects.append(self.disruption_budget(f"{name}", {cmd.LWS_NAME_LABEL: name}, labels))
+        return name, labels, {
+            "replicas": k8s_role.replicas,
+            # Workers start with the leader: a multi-node leader is not ready (/health) until
+            # every rank has joined, so LeaderReady would wait for good.
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": {"size": k8s_role.nodes, "restartPolicy": "RecreateGroupOnPodRestart",
+                                     "leaderTemplate": leader, "workerTemplate": worker},
+        }
+
+    # --- one DisaggregatedSet ---------------------------------------------------------------
+    def disaggregated_set(self, roles: list[Role]) -> None:
+        """prefill, decode and smg as the roles of one DisaggregatedSet, a budget per role."""
+        entries, labels = [], self.labels()
+        for role in roles:
+            name, role_labels, group = self.server_group(role)
+            external = role.name in self.form.external_scaling
+            entries.append(disaggregated.role(role.name, group, self.form, external=external))
+            if external:
+                self.notes.append(f"{role.name}: scaling.mode External; the controller creates the "
+                                  f"DisaggregatedSetRoleScaler {disaggregated.scaler_name(self.base, role.name)}: "
+                                  f"point an HPA or KEDA at it (docs/kubernetes.md)")
+            self.objects.append(self.disruption_budget(name, disaggregated.pod_labels(self.base, role.name),
+                                                       role_labels))
+        router = self.topology.router
+        name, router_labels, template, selector = self.router_template(roles)
+        entries.append(disaggregated.role(router.name, {
+            "replicas": self.k8s.router_replicas,
+            "leaderWorkerTemplate": {"size": 1, "restartPolicy": "RecreateGroupOnPodRestart",
+                                     "workerTemplate": template}}, self.form, external=False))
+        self.objects.append(self.disruption_budget(name, disaggregated.pod_labels(self.base, router.name),
+                                                   router_labels))
+        self.objects.append(self.front_service(selector, ROUTER_PORT))
+        self.objects.append({"apiVersion": disaggregated.DISAGGREGATED_API, "kind": "DisaggregatedSet",
+                             "metadata": self.meta(self.base, labels),
+                             "spec": disaggregated.spec(entries, self.form)})
 
     def server_env(self, role: Role, nodes: int) -> dict[str, str]:
         # compose: `environment:` wins over `env_file:` (bundle.yaml's env of the server).
         env = {**self.rendered.role_env.get(role.name, {}),
-               **pods.service_environment(self.rendered.compose_files, role.name, self.rendered.env)}
+               **service_environment(self.rendered.compose_files, role.name, self.rendered.env)}
         rdma = self.k8s.rdma
         if "UCX_TLS" in env:  # the pd workers: NIXL over UCX between pods, most likely on two nodes
             if rdma.devices:
@@ -241,6 +292,19 @@ class _Builder:
 
     # --- router and the front door ----------------------------------------------------------
     def router(self, roles: list[Role]) -> None:
+        """smg as a Deployment, its budget and the front Service."""
+        name, labels, template, selector = self.router_template(roles)
+        self.objects.append({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": self.meta(name, labels),
+            "spec": {"replicas": self.k8s.router_replicas, "selector": {"matchLabels": selector},
+                     "template": template},
+        })
+        self.objects.append(self.disruption_budget(name, selector, labels))
+        self.objects.append(self.front_service(selector, ROUTER_PORT))
+
+    def router_template(self, roles: list[Role]) -> tuple[str, dict, dict, dict]:
+        """(workload name, labels, pod template, the labels that select its pods) of smg; its
+        discovery RBAC is added to the objects."""
         router = self.topology.router
         name = f"{self.base}-{router.name}"
         labels = self.labels(ROUTER, router.name)
@@ -252,7 +316,10 @@ class _Builder:
         discovery = self.k8s.discovery == "selector"
         if discovery:
             self.objects += self.discovery_rbac(name, labels)
-        env = pods.service_environment(self.rendered.compose_files, router.name, self.rendered.env)
+        env = service_environment(self.rendered.compose_files, router.name, self.rendered.env)
+        env_list = pods.env_list(env)
+        if self.one_set:
+            env_list += [{"name": k, "valueFrom": v} for k, v in disaggregated.router_env(self.form).items()]
         volumes, mounts = [], []
         if self.k8s.api_key_secret is not None:
             volumes.append(pods.api_key_volume(self.k8s.api_key_secret))
@@ -260,7 +327,7 @@ class _Builder:
         container = {
             "name": "smg", "image": self.image, "imagePullPolicy": self.k8s.image_pull_policy,
             "command": pods.ENTRYPOINT, "args": full,
-            **({"env": pods.env_list(env)} if env else {}),
+            **({"env": env_list} if env_list else {}),
             "ports": [{"name": "http", "containerPort": ROUTER_PORT},
                       {"name": monitoring.ROUTER_METRICS_PORT_NAME, "containerPort": ROUTER_METRICS_PORT}],
             # compose's router healthcheck: /readiness every 5 s, 10 s timeout, 3 retries, 5 min to
@@ -278,13 +345,7 @@ class _Builder:
                 **({"imagePullSecrets": [{"name": self.k8s.image_pull_secret}]}
                    if self.k8s.image_pull_secret else {})}
         selector = {"io.sglang-bundle.project": self.base, "io.sglang-bundle.role": ROUTER}
-        self.objects.append({
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": self.meta(name, labels),
-            "spec": {"replicas": self.k8s.router_replicas, "selector": {"matchLabels": selector},
-                     "template": {"metadata": {"labels": labels}, "spec": spec}},
-        })
-        self.objects.append(self.disruption_budget(name, selector, labels))
-        self.objects.append(self.front_service(selector, ROUTER_PORT))
+        return name, labels, {"metadata": {"labels": labels}, "spec": spec}, selector
 
     def worker_options(self, roles: list[Role]) -> list[str]:
         """What replaces compose's worker URLs on the router's line."""
@@ -302,6 +363,8 @@ class _Builder:
         out = []
         for role in roles:
             name, copies = self.lws_name(role), self.k8s.role(role.service.config_key).replicas
+            if self.one_set:  # the router's own revision's LeaderWorkerSet of the role
+                name = disaggregated.child_name(self.base, role.name, self.form)
             # LeaderWorkerSet's headless Service gives leader i the name <lws>-<i>.<lws>.
             urls = [f"http://{name}-{i}.{name}.{self.k8s.namespace}.svc:{port}" for i in range(copies)]
             if self.topology.disaggregated:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from bundle.monitoring import dashboards
 from bundle.monitoring.rules import Thresholds, prom_duration, rules_document
 from bundle.render.k8s import commands as cmd
+from bundle.render.k8s import disaggregated
 
 MONITORING_API = "monitoring.coreos.com/v1"
 ROUTER_METRICS_PORT_NAME = "metrics"
@@ -20,12 +21,14 @@ def objects(builder, server_roles: list[str], has_router: bool) -> list[dict]:
     interval = prom_duration(monitoring.scrape_interval)
     base, out = builder.base, []
     labels = builder.labels()
+    # A DisaggregatedSet's pods of every revision and slice: its controller's name label on top.
+    of_set = {disaggregated.SET_NAME_LABEL: base} if builder.one_set else {}
     out.append(_pod_monitor(builder, f"{base}-servers", labels, interval, port="http", match={
-        "matchLabels": {"io.sglang-bundle.project": base, cmd.LWS_WORKER_INDEX_LABEL: "0"},
+        "matchLabels": {"io.sglang-bundle.project": base, **of_set, cmd.LWS_WORKER_INDEX_LABEL: "0"},
         "matchExpressions": [{"key": "io.sglang-bundle.role", "operator": "In", "values": sorted(server_roles)}]}))
     if has_router:
         out.append(_pod_monitor(builder, f"{base}-router", labels, interval, port=ROUTER_METRICS_PORT_NAME,
-                                match={"matchLabels": {"io.sglang-bundle.project": base,
+                                match={"matchLabels": {"io.sglang-bundle.project": base, **of_set,
                                                        "io.sglang-bundle.role": "router"}}))
     rules = rules_document(Thresholds.of(monitoring))
     # In Kubernetes the scrape job is the pod monitor's, not the compose service: the role label

@@ -14,11 +14,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import yaml
 
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
-from bundle.render.interpolate import interpolate
 
 MODEL_MOUNT = "/model"
 JIT_CACHE_MOUNT = "/var/cache/sglang"
@@ -29,21 +27,6 @@ ENTRYPOINT = ["bundle-entrypoint"]  # the compose files' entrypoint: hands the k
 
 def seconds(text: str) -> int:
     return max(1, math.ceil(parse_duration(text)))
-
-
-def service_environment(files, service: str, env: dict[str, str]) -> dict[str, str]:
-    """A compose service's `environment:` as compose resolves it (the last file that sets a name
-    wins; YAML anchors and merge keys resolved), interpolated with the rendered variables."""
-    out: dict[str, str] = {}
-    for path in files:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-        spec = (data.get("services") or {}).get(service) or {}
-        environment = spec.get("environment") or {}
-        if isinstance(environment, list):
-            environment = dict(item.split("=", 1) if "=" in item else (item, "") for item in environment)
-        for name, value in environment.items():
-            out[name] = interpolate("" if value is None else str(value), env)
-    return out
 
 
 def env_list(env: dict[str, str]) -> list[dict]:

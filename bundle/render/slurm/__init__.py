@@ -15,7 +15,7 @@ __all__ = ["SlurmRendered", "for_target", "render"]
 
 
 def for_target(dep, rendered, *, rehearsal: str | None = None) -> SlurmRendered:
-    """The render target's entry (bundle/render/targets.py): the job script; with a rehearsal mode, the
+    """The render target's entry (bundle/service/targets.py): the job script; with a rehearsal mode, the
     rehearsal's script, whose steps run natively on the cluster's node containers (its one substitution)."""
     job = render(dep, rendered)
     return dataclasses.replace(job, native=True) if rehearsal else job

@@ -23,12 +23,12 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from bundle.config.model import Deployment, Role
 from bundle.render.compose import NO_FILE, Rendered
-from bundle.render.compose import _ComposeLoader as ComposeLoader
-from bundle.render.interpolate import interpolate, split_command
+from bundle.render import compose_files
+from bundle.render.compose_files import service_environment
+from bundle.render.interpolate import split_command
 from bundle.render.slurm import commands as cmd
 from bundle.topology import PREFILL, ROUTER_MODULE, SERVER_MODULE, Topology
 
@@ -138,36 +138,13 @@ def container_image(dep: Deployment, rendered: Rendered) -> str:
     return ref
 
 
-def _service_specs(files, service: str) -> list[dict]:
-    """The service's mapping in each compose file, read as compose reads YAML (its !reset and
-    !override tags included: the rehearsal overlays use them; merge keys resolved)."""
-    specs = []
-    for path in files:
-        data = yaml.load(Path(path).read_text(), Loader=ComposeLoader) or {}  # noqa: S506 - a SafeLoader
-        specs.append((data.get("services") or {}).get(service) or {})
-    return specs
-
-
 def service_entrypoint(files, service: str, env: dict[str, str]) -> list[str]:
     """A compose service's entrypoint as the files resolve it (the last file that sets it wins)."""
     entry: list[str] | str = []
-    for spec in _service_specs(files, service):
+    for spec in compose_files.service_specs(files, service):
         if "entrypoint" in spec:
             entry = spec["entrypoint"] or []
     return split_command(entry, env) if entry else []
-
-
-def service_environment(files, service: str, env: dict[str, str]) -> dict[str, str]:
-    """A compose service's `environment:` as compose resolves it (the last file that sets a name
-    wins), interpolated with the rendered variables."""
-    out: dict[str, str] = {}
-    for spec in _service_specs(files, service):
-        environment = spec.get("environment") or {}
-        if isinstance(environment, list):
-            environment = dict(item.split("=", 1) if "=" in item else (item, "") for item in environment)
-        for name, value in environment.items():
-            out[name] = interpolate("" if value is None else str(value), env)
-    return out
 
 
 class _Builder:

@@ -140,7 +140,6 @@ def _flat_pins(data: dict) -> dict[str, str]:
     """One flat view for reports and checks: Python packages by PyPI name, plus the base pins."""
     base, overlay, sglang = data["base"], data["overlay"], data["sglang"]
     pins = {
-        "base_image": base["image"],
         "cuda": base["cuda"],
         "apt_snapshot": base["apt_snapshot"],
         "python": base["python"],
@@ -151,5 +150,6 @@ def _flat_pins(data: dict) -> dict[str, str]:
     }
     if sglang["source"] == "git":
         pins["sglang_git_commit"] = sglang["git_commit"]
+    pins.update({f"cuda_{name}": str(v) for name, v in data["cuda"].items()})
     pins.update({name: str(v) for name, v in data["python"].items()})
     return pins

@@ -1,0 +1,19 @@
+# Layer 4 of 6, kernels: FlashInfer's JIT modules the predicted choices load on sm_120, compiled for
+# the lock's arch (12.0a) at build time with the base layer's one nvcc, into flashinfer/data/aot/,
+# which FlashInfer's loader checks before its JIT cache: the first start compiles none of them.
+# KERNELS (`name=module:function` words) comes from bundle/images/kernels_jit.py through `bundle build`.
+ARG PARENT_IMAGE=sglang-bundle/sglang-sm120:pd
+FROM ${PARENT_IMAGE}
+
+ARG KERNELS=""
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+COPY docker/kernels-build.py /opt/bundle/kernels-build.py
+# The FlashInfer workspace (objects, build.ninja) is a BuildKit cache mount: a rebuild with the
+# same sources and flags recompiles nothing; the image holds only the linked modules. MAX_JOBS:
+# parallel nvcc jobs, every core of the building host (not a build argument: the layer's key and
+# contents stay the same on any host).
+RUN --mount=type=cache,target=/var/cache/kernels-build,sharing=locked \
+    test -n "${KERNELS}" || { echo "KERNELS is empty: bundle build passes it" >&2; exit 1; }; \
+    FLASHINFER_WORKSPACE_BASE=/var/cache/kernels-build MAX_JOBS="$(nproc)" \
+      python /opt/bundle/kernels-build.py ${KERNELS}

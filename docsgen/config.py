@@ -1,0 +1,87 @@
+"""Every configuration key with its type, default and description, from bundle.schema.json (the
+descriptions, types, choices) and defaults.yaml (the defaults)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from docsgen.markdown import code, key, page, prose, table
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "bundle" / "config"
+_MISSING = object()
+
+
+def _resolve(node: dict, schema: dict) -> dict:
+    """A `$ref` into `$defs`, merged with the keys beside it (a description given at the use site wins)."""
+    while "$ref" in node:
+        target = schema
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _type(node: dict) -> str:
+    if "enum" in node:
+        return " | ".join(code(json.dumps(v)) for v in node["enum"])
+    if "const" in node:
+        return code(json.dumps(node["const"]))
+    kinds = node.get("type")
+    if kinds is None and ("anyOf" in node or "oneOf" in node):
+        return " or ".join(_type(n) for n in node.get("anyOf") or node["oneOf"])
+    kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else ["any"]
+    if "array" in kinds and isinstance(node.get("items"), dict):
+        item = node["items"]
+        kinds = [f"array of {item.get('type', 'values')}" if k == "array" else k for k in kinds]
+    return prose(" | ".join(map(str, kinds)))
+
+
+def _default(value) -> str:
+    if value is _MISSING:
+        return ""
+    if isinstance(value, (dict, list)) and len(json.dumps(value)) > 60:
+        return code(json.dumps(value)[:57] + "...")
+    return code(json.dumps(value))
+
+
+def rows(schema: dict, defaults: dict) -> list[tuple[str, dict, object]]:
+    """(key path, resolved schema node, default) for every key, depth first, in the schema's order."""
+    out = []
+
+    def walk(node: dict, prefix: str, default) -> None:
+        node = _resolve(node, schema)
+        for name, child in (node.get("properties") or {}).items():
+            child = _resolve(child, schema)
+            value = default.get(name, _MISSING) if isinstance(default, dict) else _MISSING
+            path = f"{prefix}{name}"
+            out.append((path, child, value))
+            if child.get("properties"):
+                walk(child, path + ".", value)
+            elif isinstance(child.get("additionalProperties"), dict) and \
+                    _resolve(child["additionalProperties"], schema).get("properties"):
+                walk(child["additionalProperties"], path + ".<name>.", _MISSING)
+
+    walk(schema, "", defaults)
+    return out
+
+
+def reference(schema: dict | None = None, defaults: dict | None = None) -> str:
+    schema = schema if schema is not None else json.loads((CONFIG_DIR / "bundle.schema.json").read_text())
+    defaults = defaults if defaults is not None else yaml.safe_load((CONFIG_DIR / "defaults.yaml").read_text())
+    sections: dict[str, list[list[str]]] = {}
+    for path, node, default in rows(schema, defaults):
+        sections.setdefault(path.split(".")[0], []).append(
+            # An object's default is its keys' defaults, listed in the rows below it.
+            [key(path), _type(node), "" if node.get("properties") else _default(default),
+             prose(node.get("description", ""))])
+    body = [prose(schema.get("description", "")), "",
+            "A `bundle.yaml` (`-c FILE`, `$BUNDLE_CONFIG`, or `./bundle.yaml`) overrides any key: mappings "
+            "merge, lists are replaced, unknown keys are refused with a did-you-mean. How to write one: "
+            "[Configuration](../configuration.md).", ""]
+    for section, section_rows in sections.items():
+        body += [f"## `{section}`", "", table(["key", "type", "default", "description"], section_rows), ""]
+    return page("Configuration: every key", "`bundle/config/bundle.schema.json` and `bundle/config/defaults.yaml`",
+                *body)

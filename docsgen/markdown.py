@@ -1,0 +1,43 @@
+"""Markdown pieces the generated pages share: table cells that stay cells, code spans that stay code."""
+
+from __future__ import annotations
+
+import html
+
+GENERATED_NOTE = ("!!! note \"Generated\"\n    This page is generated from {source} when the site is built; "
+                  "change the source, not the page.\n")
+
+
+def code(text: str) -> str:
+    """A code span (HTML, so a `|` or a backtick inside cannot end the cell or the span)."""
+    return f"<code>{html.escape(str(text)).replace('|', '&#124;')}</code>"
+
+
+def key(text: str) -> str:
+    """A dotted key path as code that a narrow column wraps after a dot, never inside a name."""
+    return code(text).replace(".", ".<wbr>")
+
+
+def prose(text: str) -> str:
+    """Plain text in a table cell or paragraph: no emphasis from `_` or `*`, no cell break from `|`,
+    no HTML from `<`; backticked spans stay code."""
+    parts = str(text).split("`")
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:  # inside backticks
+            out.append(code(part))
+        else:
+            out.append(html.escape(part).replace("|", "&#124;").replace("_", "&#95;").replace("*", "&#42;")
+                       .replace("\n", " "))
+    return "".join(out)
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    """Cells are inserted as given (callers pass them through code() or prose())."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell or " " for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def page(title: str, source: str, *body: str) -> str:
+    return "\n".join([f"# {title}", "", GENERATED_NOTE.format(source=source), *body])

@@ -1,0 +1,178 @@
+"""The documentation site: its reference pages are generated from the code (the CLI's parser, the schema
+and defaults, the exit codes, the guards' registry, the monitoring code, the lock), so a key planted in
+the schema or a flag planted in a verb shows up in the built site without anyone writing a page; the
+README stays a front door."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bundle.cli import build_parser, verb_names
+from bundle.errors import EXIT_CODES
+from bundle.rules.guards import GUARDS
+from docsgen import cli, config, exit_codes, guards, monitoring
+from docsgen.markdown import key
+from docsgen.pages import PAGES
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((ROOT / "bundle/config/bundle.schema.json").read_text())
+DEFAULTS = yaml.safe_load((ROOT / "bundle/config/defaults.yaml").read_text())
+
+
+def test_the_cli_page_lists_every_verb_and_every_flag_of_the_parser():
+    page = cli.reference()
+    parser = build_parser()
+    for name in verb_names():
+        verb = name.replace("_", "-")
+        assert f"## `bundle {verb}`" in page
+    flags = {flag for action in parser._subparsers._group_actions[0].choices.values()
+             for a in action._actions for flag in a.option_strings if flag not in ("-h", "--help")}
+    assert len(flags) > 60
+    missing = [flag for flag in sorted(flags) if f"<code>{flag}" not in page and f", {flag}" not in page]
+    assert missing == []
+
+
+def test_a_planted_flag_appears_on_the_cli_page():
+    parser = build_parser()
+    down = parser._subparsers._group_actions[0].choices["down"]
+    down.add_argument("--planted-flag", metavar="N", help="a flag planted by the test")
+    page = cli.reference(parser)
+    section = page[page.index("## `bundle down`"):]
+    assert "<code>--planted-flag N</code>" in section and "a flag planted by the test" in section
+
+
+def test_the_configuration_page_lists_every_schema_key_with_its_default():
+    page = config.reference()
+    keys = [path for path, _node, _default in config.rows(SCHEMA, DEFAULTS)]
+    assert len(keys) > 80 and "levers.speculative" in keys and "pd.prefill.gpus" in keys
+    assert [k for k in keys if key(k) not in page] == []
+    row = next(line for line in page.splitlines() if line.startswith(f"| {key('network.front_port')}"))
+    assert "<code>30000</code>" in row and "integer" in row
+
+
+def test_a_planted_schema_key_appears_on_the_configuration_page():
+    schema = json.loads(json.dumps(SCHEMA))
+    schema["properties"]["levers"]["properties"]["planted_lever"] = {
+        "enum": ["on", "off"], "description": "a lever planted by the test"}
+    defaults = json.loads(json.dumps(DEFAULTS))
+    defaults["levers"]["planted_lever"] = "off"
+    row = next(line for line in config.reference(schema, defaults).splitlines()
+               if line.startswith(f"| {key('levers.planted_lever')}"))
+    assert "<code>&quot;on&quot;</code> | <code>&quot;off&quot;</code>" in row and "a lever planted by the test" in row
+    assert "planted" not in config.reference()
+
+
+def test_exit_codes_guards_and_alerts_come_from_their_sources():
+    codes = exit_codes.reference()
+    assert all(f"<code>{code}</code>" in codes for code, _ in EXIT_CODES)
+    page = guards.reference()
+    for guard in GUARDS:
+        assert all(issue.split(" #")[1] in page for issue in guard.upstream)
+    assert "https://github.com/sgl-project/sglang/issues/33083" in page
+    from bundle.config.loader import load_config
+    from bundle.monitoring.rules import Thresholds, alerts
+
+    metrics = monitoring.reference()
+    for alert in alerts(Thresholds.of(load_config(None).monitoring)):
+        assert f"[<code>{alert.name}</code>](../monitoring.md#{alert.runbook})" in metrics
+    assert "<code>sglang:kv_transfer_speed_gb_s_bucket</code>" in metrics and "<code>smg_worker_health</code>" in metrics
+
+
+def test_no_generated_page_is_committed():
+    assert not (ROOT / "docs" / "reference").exists()
+    assert set(PAGES) == {f"reference/{p.name}" for p in map(Path, PAGES)}
+
+
+def test_the_readme_is_a_front_door():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 120
+    first_screen = "\n".join(lines[:40])
+    assert "make launch TOPOLOGY=pd" in first_screen and re.search(r"^make test\b", first_screen, re.M)
+    for guide in re.findall(r"\]\(docs/([^)#]+)\)", "\n".join(lines)):
+        assert (ROOT / "docs" / guide).is_file(), guide
+
+
+def _build(root: Path, out: Path) -> float:
+    # The copy first: its bundle/ and docsgen/ are the ones planted in (mkdocs itself comes from the dev
+    # install, requirements/dev.txt; without it the build fails here, it is never skipped).
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
+    env = {**os.environ, "PYTHONPATH": path, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f",
+                           str(root / "mkdocs.yml"), "-d", str(out)], env=env, capture_output=True, text=True,
+                          cwd=root, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return time.monotonic() - started
+
+
+@pytest.mark.slow
+def test_the_built_site_follows_a_planted_schema_key_and_flag(tmp_path):
+    """The real build (mkdocs --strict, the gen-files script) on a copy of the checkout, before and after
+    planting a key in bundle.schema.json and a flag in `bundle down`."""
+    copy = tmp_path / "checkout"
+    copy.mkdir()
+    for part in ("mkdocs.yml", "docs", "docsgen", "bundle", "docker", "compose"):
+        source = ROOT / part
+        (shutil.copytree(source, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+         if source.is_dir() else shutil.copy2(source, copy / part))
+    _build(copy, tmp_path / "before")
+    before_cli = (tmp_path / "before/reference/cli.html").read_text()
+    before_config = (tmp_path / "before/reference/configuration.html").read_text()
+    assert "planted" not in before_cli + before_config and key("levers.speculative") in before_config
+
+    schema_path = copy / "bundle/config/bundle.schema.json"
+    schema = json.loads(schema_path.read_text())
+    schema["properties"]["levers"]["properties"]["planted_lever"] = {"type": "boolean",
+                                                                    "description": "planted by the docs test"}
+    schema_path.write_text(json.dumps(schema))
+    down = copy / "bundle/commands/down.py"
+    text = down.read_text()
+    anchor = "def add_arguments(parser: argparse.ArgumentParser) -> None:\n"
+    assert anchor in text
+    down.write_text(text.replace(anchor, anchor + '    parser.add_argument("--planted-flag", action="store_true", '
+                                                  'help="planted by the docs test")\n', 1))
+    _build(copy, tmp_path / "after")
+    after_config = (tmp_path / "after/reference/configuration.html").read_text()
+    after_cli = (tmp_path / "after/reference/cli.html").read_text()
+    assert key("levers.planted_lever") in after_config and "planted by the docs test" in after_config
+    down_section = after_cli[after_cli.index('id="bundle-down"'):]
+    assert "<code>--planted-flag</code>" in down_section
+
+
+def test_docs_links_names_each_broken_external_link_and_its_page(tmp_path, capsys):
+    """`make docs-links` against a real HTTP server on loopback: one page that answers, one that is gone."""
+    import http.server
+    import threading
+
+    from docsgen import links
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.send_response(200 if self.path == "/there" else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        (tmp_path / "index.html").write_text(f'<a href="{base}/there">ok</a> <a href="page.html">local</a>')
+        (tmp_path / "page.html").write_text(f'<a href="{base}/gone">moved</a>')
+        assert links.main([str(tmp_path)]) == 1
+    finally:
+        server.shutdown()
+    out = capsys.readouterr().out
+    assert f"HTTP 404: {base}/gone (in page.html)" in out and "2 external links, 1 broken" in out
+    assert links.main([str(tmp_path / "missing")]) == 2

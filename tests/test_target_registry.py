@@ -1,0 +1,74 @@
+"""The render targets' registry (bundle/service/targets.py): every registered target offers what the
+verbs ask of it (the protocol), a launch of one target never shares a compose project with another's
+launch of the same topology, and no module below the registry compares a target's name."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from bundle import topology as registry
+from bundle.config.loader import load_config
+from bundle.errors import BundleError
+from bundle.service import targets
+from tests.test_topology_registry import comparisons_outside, name_comparisons
+
+
+@pytest.mark.parametrize("name", targets.NAMES)
+def test_every_target_offers_the_protocol(name):
+    target = targets.get(name)
+    assert target.name == name and target.help
+    params = inspect.signature(target.renderer.for_target).parameters
+    assert list(params)[:2] == ["dep", "rendered"]
+    assert ("rehearsal" in params) == (target.rehearsal and target.writes_folder), \
+        "a folder target that takes --rehearsal gets it in for_target"
+    if target.rules is not None:
+        assert callable(target.rules.check) and callable(target.rules.problems) and target.rules.CHECKED
+    if target.launcher is not None:
+        assert list(inspect.signature(target.launcher.launch).parameters) == ["request", "dep"]
+        assert target.stack is not None, "what a target launches, the verbs after launch must reach"
+        assert isinstance(target.project("sglang-bundle-pd"), str)
+
+
+def test_an_unknown_target_is_a_usage_error():
+    with pytest.raises(BundleError) as caught:
+        targets.get("nomad")
+    assert caught.value.exit_code == 2 and "known: compose, k8s, slurm" in caught.value.message
+
+
+@pytest.mark.parametrize("topology", registry.NAMES)
+def test_two_targets_launching_one_topology_never_share_a_project(topology):
+    """The collision: a Slurm rehearsal of pd once ran as the compose project of a compose launch of
+    pd, so `bundle down` of the Slurm one counted the volumes compose keeps by design (and failed)."""
+    base = load_config(None).project_name(topology)
+    projects = targets.launched_projects(base)
+    assert len(projects) == len(targets.LAUNCHABLE) and set(projects.values()) == set(targets.LAUNCHABLE)
+    assert projects[base] == targets.DEFAULT  # compose keeps the deployment's own name
+
+
+def test_no_target_name_is_compared_outside_the_registry():
+    found = comparisons_outside("service/targets.py", set(targets.NAMES))
+    assert not found, "behaviour keyed on a target's name; put it in its registry entry:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("code", [
+    'if record.target == "slurm":\n    pass\n',
+    'writes = args.target in ("k8s", "slurm")\n',
+])
+def test_the_target_name_check_finds_a_planted_comparison(code):
+    assert name_comparisons(code, "commands/planted.py", set(targets.NAMES))
+
+
+def test_the_slurm_launch_renders_through_the_one_pipeline_and_its_problems_stop_it(monkeypatch, runs_dir):
+    """Once, the launch rendered its job on a path of its own that never ran the target's problems()."""
+    from bundle.errors import ConfigError
+    from bundle.rules import slurm as slurm_rules
+    from bundle.service import rehearsal
+    from bundle.service.launch import LaunchRequest
+    from bundle.stack import engine
+
+    monkeypatch.setattr(slurm_rules, "problems", lambda output: [f"job.sbatch: planted ({output.topology.name})"])
+    monkeypatch.setattr(engine, "require_engine", lambda: pytest.fail("the launch went past its render"))
+    with pytest.raises(ConfigError, match=r"job.sbatch: planted \(pd\)"):
+        targets.get("slurm").launcher.launch(LaunchRequest("pd", rehearsal=rehearsal.get("sim"), target="slurm"))
