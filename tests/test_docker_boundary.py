@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from python_on_whales.exceptions import DockerException, NoSuchContainer
+from python_on_whales.utils import get_docker_exception_type
 
 from bundle.errors import BundleError
 from bundle.stack import docker
@@ -124,6 +125,36 @@ def test_containers_that_keep_vanishing_give_one_bundle_error(monkeypatch):
     assert "kept changing" in raised.value.message
 
 
+class _PsFailing(_RecreatingCompose):
+    """compose ps whose own inspect of what it listed fails the first `times` times, as the daemon answers
+    when compose recreates a container meanwhile (CI, 2026-12-03: a reconcile recreating decode)."""
+
+    def __init__(self, times: int, stderr: bytes = b"Error response from daemon: No such container: bf021a5e82a0"):
+        super().__init__()
+        self.times, self.stderr, self.calls = times, stderr, 0
+
+    def ps(self, all=False):
+        self.calls += 1
+        if self.calls <= self.times:
+            raise get_docker_exception_type(self.stderr)(["docker", "compose", "ps"], 1, b"", self.stderr)
+        return [_Container("decode", False), _Container("prefill", False)]
+
+
+def test_a_container_vanishing_inside_compose_ps_itself_lists_again(monkeypatch):
+    monkeypatch.setattr(docker, "STATE_READ_PAUSE_S", 0)
+    compose = _PsFailing(times=2)
+    states = _stack_with(monkeypatch, compose).states()
+    assert compose.calls == 3 and [s.service for s in states] == ["decode", "prefill"]
+
+
+def test_any_other_failure_of_compose_ps_is_one_bundle_error_at_once(monkeypatch):
+    monkeypatch.setattr(docker, "STATE_READ_PAUSE_S", 0)
+    compose = _PsFailing(times=1, stderr=b"Cannot connect to the Docker daemon at unix:///var/run/docker.sock")
+    with pytest.raises(BundleError, match="docker compose ps failed for project 'p':\\nCannot connect"):
+        _stack_with(monkeypatch, compose).states()
+    assert compose.calls == 1
+
+
 def test_the_funnel_names_dockers_exit_code_in_one_line():
     with pytest.raises(BundleError) as raised:
         with engine.docker_errors("cannot start"):
@@ -141,3 +172,60 @@ def test_a_container_removed_between_listing_and_reading_its_name_is_listed_agai
     monkeypatch.setattr(engine, "client", lambda **settings: SimpleNamespace(
         container=SimpleNamespace(list=listing)))
     assert docker.project_containers("p") == ["decode", "prefill"] and len(listings) == 2
+
+
+# ---- the docker CLI itself, where python-on-whales has no call for it: still inside engine.py ----
+
+def _cli(monkeypatch, script: str):
+    """A client whose docker command is a shell running `script` (the real arguments follow as $1...)."""
+    config = SimpleNamespace(docker_cmd=["sh", "-c", script, "docker"])
+    monkeypatch.setattr(engine, "client", lambda **settings: SimpleNamespace(client_config=config))
+
+
+def test_container_processes_reads_the_names_and_gives_nothing_when_docker_fails(monkeypatch):
+    _cli(monkeypatch, 'test "$1 $2 $3 $4" = "top srv -eo comm" && printf "COMMAND\\nsglang::scheduler\\npython3\\n"')
+    assert engine.container_processes("srv") == ["sglang::scheduler", "python3"]
+    _cli(monkeypatch, "echo 'Error: No such container: srv' >&2; exit 1")
+    assert engine.container_processes("srv") == []
+
+
+def test_exec_with_input_feeds_stdin_and_a_hang_is_one_bundle_error(monkeypatch):
+    _cli(monkeypatch, 'test "$1 $2 $3 $4 $5" = "exec -i -w /shared ctl" && shift 5 && echo "$@" && cat')
+    assert engine.exec_with_input("ctl", ["sbatch", "--parsable"], stdin="#!/bin/bash\n", workdir="/shared",
+                                  timeout=10) == (0, "sbatch --parsable\n#!/bin/bash\n", "")
+    _cli(monkeypatch, "sleep 5")
+    with pytest.raises(BundleError, match="sinfo in ctl gave no answer within 1 s"):
+        engine.exec_with_input("ctl", ["sinfo"], stdin=None, workdir=None, timeout=1)
+
+
+def test_run_streamed_on_a_refusing_engine_is_a_bundle_error(refusing):
+    with pytest.raises(BundleError, match="Cannot connect to the Docker daemon"):
+        engine.run_streamed("x:1", ["python", "-V"], name="n", volumes=[], on_line=print)
+
+
+SUBCOMMANDS = {"run", "exec", "top", "build", "ps", "inspect", "kill", "rm", "logs", "compose", "image", "container",
+               "network", "volume", "pull", "push", "tag", "cp", "stop", "start", "wait", "buildx", "system"}
+
+
+def _docker_cli_calls(root: Path) -> list[str]:
+    """Each list or tuple literal under `root` that starts with "docker" and one of its subcommands: a
+    docker CLI command line built by hand."""
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, (ast.List, ast.Tuple)) and node.elts and isinstance(node.elts[0], ast.Constant)
+                    and node.elts[0].value == "docker" and len(node.elts) > 1
+                    and isinstance(node.elts[1], ast.Constant) and node.elts[1].value in SUBCOMMANDS):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_no_module_but_the_engines_builds_a_docker_command_line(tmp_path):
+    root = Path(engine.__file__).resolve().parents[1]
+    # engine.py's `docker build` streams BuildKit's lines, which python-on-whales' legacy build cannot.
+    assert [c for c in _docker_cli_calls(root) if not c.startswith("stack/engine.py:")] == []
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "slurm" / "client.py").write_text('ARGV = ("docker", "exec", "-i", "ctl")\n')
+    assert _docker_cli_calls(tmp_path) == ["slurm/client.py:1"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from bundle.errors import EXIT_FAILED, BundleError
 from bundle.paths import docker_dir, project_root
 from bundle.render.rehearsal import simulated_model_dir
 from bundle.rules.checkpoint import REHEARSAL_ONLY_KEY  # noqa: F401  (the trainer writes it)
+from bundle.stack import engine
 
 TRAINER_IN_IMAGE = "/opt/bundle/engine/train_model.py"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "bench-sharegpt.json")
@@ -49,18 +49,15 @@ def ensure_model(image: str, *, report=print) -> Path:
     report(f"rehearsal: training the CPU engine's model in {image} (one thread, fixed seeds) ...")
     start = time.monotonic()
     # A name of its own, so an interrupted training is found and removed (`docker rm -f`) by name.
-    command = ["docker", "run", "--rm", "--name", f"rehearsal-model-train-{out.name}-{os.getpid()}",
-               "--network", "none", "--entrypoint", "python",
-               "-v", f"{simulated_model_dir()}:/tokenizer:ro", "-v", f"{work}:/out",
-               image, TRAINER_IN_IMAGE, "/tokenizer", "/out"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        tail = []
-        for line in proc.stdout:
-            line = line.rstrip()
-            tail = (tail + [line])[-20:]
-            if line.startswith("train:"):
-                report(f"  {line[len('train: '):]} ({time.monotonic() - start:.0f} s)")
-    if proc.returncode != 0:
+    def shown(line: str) -> None:
+        if line.startswith("train:"):
+            report(f"  {line[len('train: '):]} ({time.monotonic() - start:.0f} s)")
+
+    code, tail = engine.run_streamed(image, ["python", TRAINER_IN_IMAGE, "/tokenizer", "/out"],
+                                     name=f"rehearsal-model-train-{out.name}-{os.getpid()}",
+                                     volumes=[(simulated_model_dir(), "/tokenizer", "ro"), (work, "/out", "rw")],
+                                     on_line=shown)
+    if code != 0:
         raise BundleError("training the rehearsal model failed:\n  " + "\n  ".join(tail), exit_code=EXIT_FAILED,
                           hint=f"see {docker_dir() / 'engine' / 'train_model.py'}; the partial folder is {work}")
     work.rename(out)

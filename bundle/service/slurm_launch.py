@@ -73,7 +73,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
         nodes = jobs.wait_allocated(client, job_id, timeout=120, report=say)
         shared_logs = cluster.shared_dir / dep.slurm.log_dir / job_id
         record = jobs.JobRecord(project, job_id, nodes, job.placement(nodes), str(shared_logs), mode.name,
-                                list(client.prefix), client.workdir)
+                                client.container, client.workdir)
         jobs.save(record)
         launch = runstate.LaunchRecord.of(rendered, rehearsal=mode.name, config=dep.source.name, run_dir=run_dir)
         launch.compose_files, launch.env_file = [str(clusters.compose_file())], str(cluster.env_file)

@@ -1,6 +1,7 @@
 """Slurm's own commands (sbatch, squeue, scontrol, sinfo, scancel, sacct), run on a submit host or,
-for the rehearsal, inside its controller container (`docker exec`): the same commands either way.
-Non-zero exits become one BundleError naming the command and its stderr."""
+for the rehearsal, inside its controller container (`docker exec`, through the engine's funnel,
+bundle/stack/engine.py): the same commands either way. Non-zero exits become one BundleError naming
+the command and its stderr."""
 
 from __future__ import annotations
 
@@ -8,31 +9,40 @@ import subprocess
 from dataclasses import dataclass
 
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.stack import engine
+
+
+def _run_here(args: list[str], *, stdin: str | None, workdir: str | None, timeout: float) -> tuple[int, str, str]:
+    """A Slurm command on this (submit) host."""
+    try:
+        done = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=timeout, cwd=workdir)
+    except FileNotFoundError:
+        raise BundleError(f"{args[0]}: not found; run this on a Slurm submit host", exit_code=EXIT_ENVIRONMENT) from None
+    except subprocess.TimeoutExpired:
+        raise BundleError(f"{' '.join(args)} gave no answer within {timeout:.0f} s",
+                          exit_code=EXIT_ENVIRONMENT) from None
+    return done.returncode, done.stdout, done.stderr
 
 
 @dataclass(frozen=True)
 class SlurmClient:
-    prefix: tuple[str, ...] = ()  # () on a submit host; ("docker", "exec", "-i", CTL) in the rehearsal
+    container: str | None = None  # None on a submit host; the controller's container in the rehearsal
     workdir: str | None = None  # where sbatch runs (the job's SLURM_SUBMIT_DIR)
 
     @classmethod
     def in_container(cls, container: str, workdir: str) -> SlurmClient:
-        return cls(("docker", "exec", "-i", "-w", workdir, container), workdir)
+        return cls(container, workdir)
 
     def run(self, args: list[str], *, stdin: str | None = None, timeout: float = 30) -> str:
-        argv = [*self.prefix, *args]
-        try:
-            done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout,
-                                  cwd=None if self.prefix else self.workdir)
-        except FileNotFoundError:
-            raise BundleError(f"{args[0]}: not found; run this on a Slurm submit host", exit_code=EXIT_ENVIRONMENT) from None
-        except subprocess.TimeoutExpired:
-            raise BundleError(f"{' '.join(args)} gave no answer within {timeout:.0f} s",
-                              exit_code=EXIT_ENVIRONMENT) from None
-        if done.returncode != 0:
-            raise BundleError(f"{' '.join(args)} failed ({done.returncode}): {done.stderr.strip()[-500:]}",
+        if self.container:
+            code, stdout, stderr = engine.exec_with_input(self.container, args, stdin=stdin, workdir=self.workdir,
+                                                          timeout=timeout)
+        else:
+            code, stdout, stderr = _run_here(args, stdin=stdin, workdir=self.workdir, timeout=timeout)
+        if code != 0:
+            raise BundleError(f"{' '.join(args)} failed ({code}): {stderr.strip()[-500:]}",
                               exit_code=EXIT_ENVIRONMENT)
-        return done.stdout
+        return stdout
 
     def sbatch(self, script: str) -> str:
         """Submit a script (read from stdin, as sbatch allows); returns the job id."""

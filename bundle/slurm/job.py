@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bundle.errors import EXIT_TIMEOUT, BundleError
@@ -26,12 +26,12 @@ class JobRecord:
     placement: dict[str, list[str]]  # role -> its nodes
     log_dir: str  # the job's per-node logs as this host reads them
     rehearsal: str | None  # the rehearsal cluster's mode, or None on a real cluster
-    client_prefix: list[str] = field(default_factory=list)
+    client_container: str | None = None  # the rehearsal's controller container; None on a real cluster
     workdir: str | None = None
 
     @property
     def client(self) -> SlurmClient:
-        return SlurmClient(tuple(self.client_prefix), self.workdir)
+        return SlurmClient(self.client_container, self.workdir)
 
     def roles_on(self, node: str) -> list[str]:
         return [role for role, nodes in self.placement.items() if node in nodes]
@@ -55,7 +55,12 @@ def load(project: str) -> JobRecord | None:
     p = path(project)
     if not p.is_file():
         return None
-    return JobRecord(**json.loads(p.read_text()))
+    fields = json.loads(p.read_text())
+    # A record written before the client named its container held `docker exec ... CONTAINER` instead.
+    prefix = fields.pop("client_prefix", None)
+    if prefix is not None and "client_container" not in fields:
+        fields["client_container"] = prefix[-1] if prefix else None
+    return JobRecord(**fields)
 
 
 def forget(project: str) -> None:

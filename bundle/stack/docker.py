@@ -8,6 +8,7 @@ DockerException leaks out (engine.docker_errors() turns one into the other).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -36,6 +37,7 @@ class ContainerState:
 # A container can vanish between compose's listing and the inspect that reads it (compose recreating
 # it, an operator's `docker rm`): the listing is taken again, this many times at most.
 STATE_READ_ATTEMPTS = 5
+STATE_READ_PAUSE_S = 0.5
 
 
 class Stack:
@@ -120,9 +122,17 @@ class Stack:
 
     def states(self) -> list[ContainerState]:
         """Every container of the project, stopped ones too. A container that vanishes between the
-        listing and its inspect (compose recreated it) makes it list again: never a crash."""
-        for _ in range(STATE_READ_ATTEMPTS):
-            containers = self._call("ps", self._docker.compose.ps, all=True)
+        listing and its inspect (compose recreated it) makes it list again: never a crash. So does one
+        that vanishes inside `compose ps` itself, which inspects what it listed ("No such container",
+        seen in CI while a reconcile recreated decode)."""
+        for attempt in range(STATE_READ_ATTEMPTS):
+            if attempt:
+                time.sleep(STATE_READ_PAUSE_S)  # compose is removing and creating: give it a moment
+            with docker_errors(f"docker compose ps failed for project {self.project!r}", detail="all"):
+                try:
+                    containers = self._docker.compose.ps(all=True)
+                except NoSuchContainer:
+                    continue
             try:
                 with_states = [_state_of(c) for c in containers]
             except _Vanished:

@@ -414,13 +414,55 @@ def _run_build(lines, *, tags: list[str], dockerfile: Path, on_line, progress) -
 
 def container_processes(name: str) -> list[str]:
     """The process names running in a container (`docker top NAME -eo comm`): names only, never
-    arguments (a server's command line carries its API key)."""
+    arguments (a server's command line carries its API key). [] when it cannot be asked."""
+    from python_on_whales.utils import run
+
+    # python-on-whales has no `top` (its ContainerCLI.top raises NotImplementedError): its own runner,
+    # with this client's docker command, so an error is still a DockerException.
+    try:
+        out = run([*client().client_config.docker_cmd, "top", name, "-eo", "comm"])
+    except (DockerException, OSError):
+        return []
+    return [line.strip() for line in out.splitlines()[1:] if line.strip()]
+
+
+def run_streamed(image: str, command: list[str], *, name: str, volumes: list[tuple[Path | str, str, str]],
+                 on_line, network: str = "none") -> tuple[int, list[str]]:
+    """`command` once in a container of `image` named `name` (its first word the entrypoint), each
+    output line given to `on_line` as it comes (minutes of work show progress), removed afterwards,
+    also when interrupted. Returns the exit code and the last 20 lines."""
+    docker = client()
+    with docker_errors(f"cannot start {name} from {image}"):
+        docker.run(image, command[1:], entrypoint=command[0], name=name, detach=True, networks=[network],
+                   volumes=[(str(src), target, mode) for src, target, mode in volumes])
+    tail: list[str] = []
+    try:
+        with docker_errors(f"lost {name}'s output"):
+            for _source, chunk in docker.container.logs(name, follow=True, stream=True):
+                for line in chunk.decode(errors="replace").splitlines():
+                    tail = (tail + [line.rstrip()])[-20:]
+                    on_line(line.rstrip())
+            code = docker.container.wait(name)
+    finally:
+        _remove_quietly(docker, name)
+    return code, tail
+
+
+def exec_with_input(container: str, argv: list[str], *, stdin: str | None, workdir: str | None,
+                    timeout: float) -> tuple[int, str, str]:
+    """`docker exec -i [-w WORKDIR] CONTAINER ARGV` with `stdin` fed to it: (exit code, stdout,
+    stderr). python-on-whales' execute cannot feed stdin (sbatch reads its script from there), so this
+    runs the client's own docker command with a time limit; a missing docker or a hang is a BundleError."""
     import subprocess
 
+    cmd = [*client().client_config.docker_cmd, "exec", "-i", *(["-w", workdir] if workdir else []), container,
+           *argv]
     try:
-        out = subprocess.run(["docker", "top", name, "-eo", "comm"], capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if out.returncode != 0:
-        return []
-    return [line.strip() for line in out.stdout.splitlines()[1:] if line.strip()]
+        done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise BundleError("docker: not found", exit_code=EXIT_ENVIRONMENT,
+                          hint="install the Docker CLI (docker.com/engine/install)") from None
+    except subprocess.TimeoutExpired:
+        raise BundleError(f"{' '.join(argv)} in {container} gave no answer within {timeout:.0f} s",
+                          exit_code=EXIT_ENVIRONMENT) from None
+    return done.returncode, done.stdout, done.stderr
