@@ -64,7 +64,7 @@ def _module_findings(name: str, got: dict, lib: dict | None, lookup: dict) -> li
     if TARGET_ARCH not in cubins:
         out.append(Finding(Level.FAIL, f"{name}: no {TARGET_ARCH} SASS (cubins {', '.join(cubins) or 'none'}): "
                                         f"built for another arch", fix="build it with FLASHINFER_CUDA_ARCH_LIST=12.0a "
-                                                                   "(the lock's cuda_arch_list): `make image`"))
+                                                                       "(the lock's cuda_arch_list): `make image`"))
     if ptx:
         out.append(Finding(Level.FAIL, f"{name}: holds PTX ({', '.join(ptx)}) the 580 driver would compile at "
                                         "first use", fix=_REBUILD))
@@ -72,7 +72,7 @@ def _module_findings(name: str, got: dict, lib: dict | None, lookup: dict) -> li
         out.append(Finding(Level.FAIL, f"{name}: calls the driver API ({got['driver_calls'][0]}, ...) without "
                                         f"{DRIVER} in NEEDED: it fails to load on a GPU host",
                            fix="link it against a libcuda.so stub that exports the driver entry points "
-                           "(docker/cuda-home.sh)"))
+                               "(docker/cuda-home.sh)"))
     unresolved = [lib_ for lib_ in got.get("unresolved", []) if lib_ != DRIVER]
     if unresolved:
         out.append(Finding(Level.FAIL, f"{name}: links against {', '.join(unresolved)}, not in the image", fix=_REBUILD))

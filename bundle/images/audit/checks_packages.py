@@ -77,7 +77,7 @@ def installed_once(ctx: AuditContext) -> tuple[str, list[Finding]]:
             copies = ", ".join(f"{d['version']} at {d['path']}" for d in dists)
             findings.append(Finding(Level.FAIL, f"{dists[0]['name']} is installed {len(dists)} times: {copies}",
                                     fix="remove every copy but the lock's from the image (a PYTHONPATH or a stale "
-                                    "site-packages folder usually brings the second one)"))
+                                        "site-packages folder usually brings the second one)"))
     for module, dirs in sorted(facts["shadowed"].items()):
         findings.append(Finding(Level.FAIL, f"module {module!r} is in {len(dirs)} folders on sys.path; "
                                              f"{dirs[0]} shadows {', '.join(dirs[1:])}",

@@ -39,7 +39,7 @@ def server_args(ctx: AuditContext) -> tuple[str, list[Finding]]:
             findings.append(Finding(Level.FAIL, f"{cmd.name}: SGLang's ServerArgs rejects the command line: "
                                                  f"{got['error']}",
                                     fix=f"{ctx.config_name}: fix {cmd.key_path}.extra_args or the levers so SGLang "
-                                    f"accepts it"))
+                                        f"accepts it"))
     resolved = sum(1 for c in ctx.commands if (facts.get(c.name) or {}).get("ok"))
     return (f"{resolved} of {len(ctx.commands)} server command lines resolved by SGLang's ServerArgs "
             f"(model config: {ctx.model_source})"), findings

@@ -63,5 +63,5 @@ def levers(ctx: AuditContext) -> tuple[str, list[Finding]]:
                                                  f"(cubins {', '.join(got['cubins']) or 'none'}, "
                                                  f"PTX {', '.join(got['ptx']) or 'none'})",
                                     fix=f"{ctx.config_name}: choose another value for {lever}"
-                                    if lever != "the image" else "use a build of this library with sm_120 code"))
+                                        if lever != "the image" else "use a build of this library with sm_120 code"))
     return f"{len(checked)} kernel needs of the chosen paths checked", findings
