@@ -301,17 +301,19 @@ def _cpu_record(**fields):
 
 
 def test_a_cpu_server_is_judged_on_what_applies_and_says_the_gpu_checks_do_not():
-    from bundle.verify.attest import FAIL, GPU_MODEL_CHECKS, NOT_APPLICABLE, evaluate
+    from bundle.findings import Level
+    from bundle.verify.attest import GPU_MODEL_CHECKS, evaluate
 
     findings = evaluate(_cpu_record(), _cpu_expected())
     levels = {f.what: f.level for f in findings}
-    assert FAIL not in levels.values()
-    assert {what for what, level in levels.items() if level == NOT_APPLICABLE} == set(GPU_MODEL_CHECKS)
+    assert Level.FAIL not in levels.values()
+    assert {what for what, level in levels.items() if level == Level.SKIP} == set(GPU_MODEL_CHECKS)
     assert levels["PD role"] == "OK" and levels["TP size"] == "OK"
 
 
 def test_a_cpu_server_with_the_wrong_tp_or_role_fails():
-    from bundle.verify.attest import FAIL, evaluate
+    from bundle.findings import Level
+    from bundle.verify.attest import evaluate
 
     wrong = evaluate(_cpu_record(tp_size=4, transfer_backend="mooncake"), _cpu_expected())
-    assert {f.what for f in wrong if f.level == FAIL} == {"TP size", "PD role"}
+    assert {f.what for f in wrong if f.level == Level.FAIL} == {"TP size", "PD role"}

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from bundle.findings import Level
 from bundle.images.audit import checks_packages, sm120
 from bundle.images.audit.context import AuditContext, LockedPackage, locked_packages
-from bundle.images.audit.core import Level
 from bundle.lock import load_lock
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
+from bundle.findings import Level
 from bundle.images import kernels_jit
 from bundle.images.audit import checks_kernels
 from bundle.images.audit.context import AuditContext, locked_packages
-from bundle.images.audit.core import Level
 from bundle.lock import load_lock
 from tests.conftest import require_tool
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from bundle.checks import Check, selected
 from bundle.doctor import core as doctor_core
+from bundle.findings import Finding, Level
 from bundle.images.audit import core as audit_core
-from bundle.images.audit.core import Finding, Level
 
 
 def _raises(ctx):
@@ -31,5 +31,5 @@ def test_a_broken_audit_check_is_a_fail_naming_where_it_broke():
 
 def test_a_broken_doctor_check_is_a_fail_with_its_traceback():
     result = doctor_core.run_check(Check("x", "X", _raises), ctx=None)
-    assert result.status is doctor_core.Status.FAIL and result.name == "x"
+    assert result.status is Level.FAIL and result.name == "x"
     assert "disk on fire" in result.summary and "RuntimeError" in result.details["traceback"]

@@ -6,9 +6,10 @@ import json
 
 from bundle.doctor import core, registry
 from bundle.doctor.context import HostContext
-from bundle.doctor.core import Check, Report, Status
+from bundle.doctor.core import Check, Report
 from bundle.doctor.report import render_json
 from bundle.errors import EXIT_FAILED, EXIT_OK
+from bundle.findings import Level
 
 
 def boom(ctx):
@@ -21,15 +22,15 @@ def test_an_exception_inside_a_check_becomes_its_fail_and_the_next_check_still_r
     report = registry.run_checks(HostContext())
     assert [r.name for r in report.results] == ["boom", "fine"]
     broken, fine = report.results
-    assert broken.status is Status.FAIL and "RuntimeError: disk exploded" in broken.summary
+    assert broken.status is Level.FAIL and "RuntimeError: disk exploded" in broken.summary
     assert "disk exploded" in broken.details["traceback"]
-    assert fine.status is Status.OK
+    assert fine.status is Level.OK
     assert report.exit_code == EXIT_FAILED
 
 
 def test_a_check_returning_the_wrong_type_is_a_fail():
     result = core.run_check(Check("odd", "Odd", lambda ctx: "OK"), HostContext())
-    assert result.status is Status.FAIL and "returned str" in result.summary
+    assert result.status is Level.FAIL and "returned str" in result.summary
 
 
 def test_warn_and_skip_do_not_fail_the_run():
@@ -62,6 +63,6 @@ def test_a_required_check_that_skips_fails_the_run_with_its_own_finding_and_fix(
     assert registry.run_checks(HostContext()).exit_code == EXIT_OK
     report = registry.run_checks(HostContext(), required=["gpus"])
     gpus, disk = report.results
-    assert gpus.status is Status.FAIL and "nvidia-smi" in gpus.summary and gpus.remediation == "run it on the GPU host"
-    assert disk.status is Status.SKIP
+    assert gpus.status is Level.FAIL and "nvidia-smi" in gpus.summary and gpus.remediation == "run it on the GPU host"
+    assert disk.status is Level.SKIP
     assert report.exit_code == EXIT_FAILED

@@ -12,7 +12,7 @@ import socket
 from bundle.doctor import port_owners
 from bundle.doctor import checks_host, checks_model, checks_ports
 from bundle.doctor.context import HostContext
-from bundle.doctor.core import Status
+from bundle.findings import Level
 
 
 def listening_socket(host: str = "127.0.0.1") -> socket.socket:
@@ -29,7 +29,7 @@ def test_a_taken_port_fails_and_names_this_process():
         result = checks_ports.ports(HostContext(ports=[("127.0.0.1", port, "pd front door")]))
     finally:
         sock.close()
-    assert result.status is Status.FAIL
+    assert result.status is Level.FAIL
     assert f"port {port} is taken" in result.summary
     assert f"pid {os.getpid()}" in result.summary
     assert "front_port" in result.remediation
@@ -55,7 +55,7 @@ def test_a_free_port_passes():
     port = sock.getsockname()[1]
     sock.close()  # now free
     result = checks_ports.ports(HostContext(ports=[("127.0.0.1", port, "front door")]))
-    assert result.status is Status.OK and f"127.0.0.1:{port}" in result.summary
+    assert result.status is Level.OK and f"127.0.0.1:{port}" in result.summary
 
 
 def test_proc_net_tcp_lines_decode_to_addresses_and_ports():
@@ -88,23 +88,23 @@ def make_model(tmp_path, shards=("model-00001-of-00002.safetensors", "model-0000
 
 def test_a_complete_model_folder_passes(tmp_path):
     result = checks_model.model_files(HostContext(model_path=str(make_model(tmp_path))))
-    assert result.status is Status.OK and "deepseek_v4: 2 shards" in result.summary
+    assert result.status is Level.OK and "deepseek_v4: 2 shards" in result.summary
     assert result.details["bytes"] == 2048
 
 
 def test_a_missing_shard_fails_and_names_it(tmp_path):
     root = make_model(tmp_path, present=["model-00001-of-00002.safetensors"])
     result = checks_model.model_files(HostContext(model_path=str(root)))
-    assert result.status is Status.FAIL and "model-00002-of-00002.safetensors" in result.summary
+    assert result.status is Level.FAIL and "model-00002-of-00002.safetensors" in result.summary
 
 
 def test_missing_folder_or_config_fails_and_missing_tokenizer_warns(tmp_path):
-    assert checks_model.model_files(HostContext(model_path=str(tmp_path / "nope"))).status is Status.FAIL
+    assert checks_model.model_files(HostContext(model_path=str(tmp_path / "nope"))).status is Level.FAIL
     bare = tmp_path / "bare"
     bare.mkdir()
     assert "config.json" in checks_model.model_files(HostContext(model_path=str(bare))).summary
     root = make_model(tmp_path, tokenizer=False)
-    assert checks_model.model_files(HostContext(model_path=str(root))).status is Status.WARN
+    assert checks_model.model_files(HostContext(model_path=str(root))).status is Level.WARN
 
 
 GIB = 1024**3
@@ -124,13 +124,13 @@ def test_shm_of_32_gib_or_more_is_ok_and_smaller_warns_with_the_remount(monkeypa
     monkeypatch.setattr(checks_host.os, "statvfs", fake)
     sizes["now"] = (64 * GIB, 60 * GIB)
     big = checks_host.shared_memory(HostContext())
-    assert big.status is Status.OK and big.details["size_bytes"] == 64 * GIB
+    assert big.status is Level.OK and big.details["size_bytes"] == 64 * GIB
     assert big.summary == "/dev/shm 64.0 GiB (60.0 GiB free)"
     sizes["now"] = (32 * GIB, GIB)  # the minimum itself is enough
-    assert checks_host.shared_memory(HostContext()).status is Status.OK
+    assert checks_host.shared_memory(HostContext()).status is Level.OK
     sizes["now"] = (8 * GIB, 2 * GIB)  # Docker's default-sized host /dev/shm of a small VM
     small = checks_host.shared_memory(HostContext())
-    assert small.status is Status.WARN and "/dev/shm is 8.0 GiB" in small.summary
+    assert small.status is Level.WARN and "/dev/shm is 8.0 GiB" in small.summary
     assert "remount,size=64G" in small.remediation
 
 
@@ -139,7 +139,7 @@ def test_shm_not_mounted_fails(monkeypatch):
         raise FileNotFoundError(2, "No such file or directory", path)
 
     monkeypatch.setattr(checks_host.os, "statvfs", missing)
-    assert checks_host.shared_memory(HostContext()).status is Status.FAIL
+    assert checks_host.shared_memory(HostContext()).status is Level.FAIL
 
 
 def test_memlock_unlimited_is_ok_and_a_limit_warns_with_both_values(monkeypatch):
@@ -148,10 +148,10 @@ def test_memlock_unlimited_is_ok_and_a_limit_warns_with_both_values(monkeypatch)
                         lambda which: limits["now"] if which == resource.RLIMIT_MEMLOCK else (0, 0))
     limits["now"] = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
     unlimited = checks_host.memlock(HostContext())
-    assert unlimited.status is Status.OK and unlimited.details == {"soft": None, "hard": None}
+    assert unlimited.status is Level.OK and unlimited.details == {"soft": None, "hard": None}
     limits["now"] = (8 * 1024 * 1024, 8 * 1024 * 1024)  # the common 8 MiB default
     limited = checks_host.memlock(HostContext())
-    assert limited.status is Status.WARN and limited.details == {"soft": 8 * 1024 * 1024, "hard": 8 * 1024 * 1024}
+    assert limited.status is Level.WARN and limited.details == {"soft": 8 * 1024 * 1024, "hard": 8 * 1024 * 1024}
     assert "memlock 8192 KiB (hard 8192 KiB)" in limited.summary and "ulimit -l unlimited" in limited.remediation
 
 
@@ -169,10 +169,10 @@ def test_disk_fails_naming_the_filesystem_only_when_free_space_is_short(monkeypa
     ctx = HostContext(model_path=str(tmp_path / "not-yet"))
     free["now"] = 2000 * GIB
     plenty = checks_host.disk_space(ctx)
-    assert plenty.status is Status.OK
+    assert plenty.status is Level.OK
     free["now"] = min(fs["need"] for fs in plenty.details["filesystems"]) - 1
     short = checks_host.disk_space(ctx)
-    assert short.status is Status.FAIL and short.summary.startswith("not enough disk:")
+    assert short.status is Level.FAIL and short.summary.startswith("not enough disk:")
     assert "model checkpoint" in short.remediation
 
 
@@ -190,9 +190,9 @@ def test_the_docker_check_passes_a_current_engine_and_compose_and_fails_an_old_e
 
     monkeypatch.setattr(engine, "engine_versions", lambda: {"compose": "v2.40.3"})
     good = checks_docker.docker_versions(_engine_ctx("28.2.2"))
-    assert good.status == Status.OK and good.details == {"engine": "28.2.2", "compose": "v2.40.3"}
+    assert good.status == Level.OK and good.details == {"engine": "28.2.2", "compose": "v2.40.3"}
     old = checks_docker.docker_versions(_engine_ctx("19.03.1"))
-    assert old.status == Status.FAIL and "19.03.1 is older than" in old.summary
+    assert old.status == Level.FAIL and "19.03.1 is older than" in old.summary
 
 
 def test_the_docker_check_fails_without_compose_and_names_the_plugin(monkeypatch):
@@ -201,4 +201,4 @@ def test_the_docker_check_fails_without_compose_and_names_the_plugin(monkeypatch
 
     monkeypatch.setattr(engine, "engine_versions", lambda: {"compose": ""})
     result = checks_docker.docker_versions(_engine_ctx("28.2.2"))
-    assert result.status == Status.FAIL and "docker-compose-plugin" in result.remediation
+    assert result.status == Level.FAIL and "docker-compose-plugin" in result.remediation

@@ -13,7 +13,7 @@ import pytest
 from bundle.config.levers import Collectives
 from bundle.config.loader import load_config
 from bundle.doctor import checks_nccl, collectives, nccl_check, nvidia_smi
-from bundle.doctor.core import Status
+from bundle.findings import Level
 from tests.conftest import require_module, write_config
 
 DATA = Path(__file__).parent / "data" / "nccl"
@@ -94,14 +94,14 @@ def test_nothing_probed_is_the_safe_fallback():
 def test_the_check_fails_when_nccl_fails_even_without_p2p():
     broken = nccl_check.interpret("boom\n", gpus=GPUS, p2p="off", where="x")
     result = checks_nccl.judge({"tp4": {"on": run_of("pcie_p2p_on_hung.txt", "on"), "off": broken}}, {}, "auto")
-    assert result.status is Status.FAIL and "fails even with P2P off" in result.summary
+    assert result.status is Level.FAIL and "fails even with P2P off" in result.summary
 
 
 def test_the_check_warns_when_the_config_forces_p2p_where_it_hangs():
     runs = {"tp4": {"on": run_of("pcie_p2p_on_hung.txt", "on"), "off": run_of("pcie_p2p_off_ok.txt", "off")}}
-    assert checks_nccl.judge(runs, {}, False).status is Status.WARN
+    assert checks_nccl.judge(runs, {}, False).status is Level.WARN
     auto = checks_nccl.judge(runs, {}, "auto")
-    assert auto.status is Status.OK and auto.summary.startswith("auto chooses the PCIe-safe setting")
+    assert auto.status is Level.OK and auto.summary.startswith("auto chooses the PCIe-safe setting")
     assert auto.details["decision"]["pcie_safe"] is True
 
 
@@ -110,7 +110,7 @@ def test_the_doctor_check_skips_without_a_gpu(monkeypatch):
 
     monkeypatch.setenv("PATH", "/nonexistent")
     result = checks_nccl.nccl_allreduce(HostContext(gpu_groups={"tp4": GPUS}))
-    assert result.status is Status.SKIP and "no GPU here" in result.summary
+    assert result.status is Level.SKIP and "no GPU here" in result.summary
 
 
 # ---- what launch decides -----------------------------------------------------------------------

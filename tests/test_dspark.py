@@ -17,7 +17,7 @@ from bundle.config.loader import load_config
 from bundle.config.source import parse_yaml
 from bundle.doctor import checks_model
 from bundle.doctor.context import HostContext
-from bundle.doctor.core import Status
+from bundle.findings import Level
 from bundle.images import model
 from bundle.lock import load_lock
 from bundle.render.rehearsal import simulated_model_dir
@@ -167,7 +167,7 @@ def test_doctor_names_the_checkpoint_and_its_draft(tmp_path):
     (folder / "model.safetensors").write_bytes(b"\0" * 16)
     (folder / "tokenizer.json").write_text("{}")
     result = checks_model.model_files(HostContext(model_path=str(folder)))
-    assert result.status is Status.OK and "DeepSeek-V4-Flash-0731 (DSpark draft bundled" in result.summary
+    assert result.status is Level.OK and "DeepSeek-V4-Flash-0731 (DSpark draft bundled" in result.summary
     assert result.details["dspark_draft"] == "bundled"
 
 

@@ -87,15 +87,15 @@ def test_each_way_a_folder_differs_is_named(tmp_path):
 def test_doctor_names_the_files_that_differ_from_the_pinned_checkpoint(tmp_path):
     from bundle.doctor import checks_model
     from bundle.doctor.context import HostContext
-    from bundle.doctor.core import Status
+    from bundle.findings import Level
 
     folder = _folder(tmp_path)
     (folder / "tokenizer.json").write_text("{}")
     pin = model.ModelPin("deepseek-ai/DeepSeek-V4-Flash", REVISION, _manifest(folder))
-    assert checks_model.model_files(HostContext(model_path=str(folder), model_pin=pin)).status == Status.OK
+    assert checks_model.model_files(HostContext(model_path=str(folder), model_pin=pin)).status == Level.OK
     (folder / "model-00002-of-00002.safetensors").write_bytes(b"\2" * 499)  # a download cut short
     result = checks_model.model_files(HostContext(model_path=str(folder), model_pin=pin))
-    assert result.status == Status.FAIL
+    assert result.status == Level.FAIL
     assert "model-00002-of-00002.safetensors" in result.summary and "bundle model fetch" in result.remediation
 
 

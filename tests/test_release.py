@@ -20,8 +20,8 @@ import yaml
 from bundle.cli import build_parser, main, verb_names
 from bundle.doctor import checks_signature
 from bundle.doctor.context import HostContext
-from bundle.doctor.core import Status
 from bundle.errors import BundleError
+from bundle.findings import Level
 from bundle.images import pull, sbom, signature
 from bundle.images.audit.context import locked_packages
 from bundle.images.build import make_plan
@@ -226,7 +226,7 @@ def test_the_real_lock_pins_what_an_sbom_of_it_would_list():
 
 def test_doctor_says_this_host_cannot_verify_signatures_without_cosign(no_cosign):
     result = checks_signature.cosign_present(HostContext())
-    assert result.status is Status.WARN
+    assert result.status is Level.WARN
     assert "`bundle pull` cannot verify the image's signature" in result.summary
     assert "cosign" in result.remediation
 

@@ -11,10 +11,10 @@ from importlib.metadata import version
 import requests
 
 from bundle.config.loader import load_config
+from bundle.findings import Level
 from bundle.lock import load_lock
 from bundle.stack.workers import HttpWorkers
 from bundle.verify import attest
-from bundle.verify.attest import FAIL, OK
 from tests.sim_process import simulator
 
 
@@ -29,7 +29,7 @@ def test_a_moved_pin_fails_the_version_attestation_of_a_simulator(tmp_path):
     with simulator(tmp_path, env={"BUNDLE_LOCK_FILE": str(tmp_path / "moved.toml")}) as (url, _, _):
         info = requests.get(url + "/server_info", timeout=10).json()
         assert info["version"] == version("sglang")  # what is installed, whatever the lock says
-        assert [f.level for f in _version_findings(url, load_lock().pins["sglang"])] == [OK]
+        assert [f.level for f in _version_findings(url, load_lock().pins["sglang"])] == [Level.OK]
         (moved,) = _version_findings(url, "0.5.99")
-        assert moved.level == FAIL and f"runs {version('sglang')}, the lock pins 0.5.99" in moved.detail, \
+        assert moved.level == Level.FAIL and f"runs {version('sglang')}, the lock pins 0.5.99" in moved.detail, \
             json.dumps(moved.__dict__, default=str)

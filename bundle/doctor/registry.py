@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bundle.doctor import checks_docker, checks_gpu, checks_host, checks_model, checks_nccl, checks_nixl, checks_ports
 from bundle.doctor import checks_signature
 from bundle.checks import selected
-from bundle.doctor.core import Check, Report, Status, run_check
+from bundle.doctor.core import Check, Report, run_check
+from bundle.findings import Level
 
 CHECKS: tuple[Check, ...] = (
     Check("driver", "NVIDIA driver (CUDA 13)", checks_gpu.driver),
@@ -32,8 +35,8 @@ def run_checks(ctx, only: list[str] | None = None, skip: list[str] | None = None
     results = []
     for check in selected(CHECKS, only, skip):
         result = run_check(check, ctx)
-        if required and check.name in required and result.status is Status.SKIP:
-            result.status = Status.FAIL
+        if required and check.name in required and result.status is Level.SKIP:
+            result.finding = replace(result.finding, level=Level.FAIL)
         if on_result is not None:
             on_result(check, result)
         results.append(result)

@@ -8,10 +8,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bundle.doctor.core import Report, Status
+from bundle.doctor.core import Report
 from bundle.doctor.registry import CHECKS
+from bundle.findings import Level
 
-STYLE = {Status.OK: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "dim"}
+STYLE = {Level.OK: "green", Level.WARN: "yellow", Level.FAIL: "bold red", Level.SKIP: "dim"}
 
 
 def render_table(report: Report, console: Console) -> None:
@@ -22,7 +23,7 @@ def render_table(report: Report, console: Console) -> None:
     table.add_column("finding / fix")
     for result in report.results:
         body = Text(result.summary)
-        if result.remediation and result.status is not Status.OK:
+        if result.remediation and result.status is not Level.OK:
             body.append("\nfix: ", style="bold").append(result.remediation)
         table.add_row(titles.get(result.name, result.name),
                       Text(result.status.value, style=STYLE[result.status]), body)
@@ -32,7 +33,7 @@ def render_table(report: Report, console: Console) -> None:
     verdict = ("[bold red]FAIL[/]: fix the failed checks before `bundle launch`" if report.exit_code
                else "[green]ready[/]" + (" (with warnings)" if counts["WARN"] else ""))
     console.print(f"{len(report.results)} checks: {line}. {verdict}")
-    skipped = [r for r in report.results if r.status is Status.SKIP]
+    skipped = [r for r in report.results if r.status is Level.SKIP]
     if skipped:
         console.print(f"[dim]SKIP means not checked here, never passed: {', '.join(r.name for r in skipped)}[/]")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from bundle.errors import EXIT_FAILED, BundleError
 from bundle.images.audit import checks_packages
 from bundle.images.audit.context import AuditContext, locked_packages, overlay_distribution
-from bundle.images.audit.core import Finding
+from bundle.findings import Finding
 from bundle.lock import Lock
 
 PROBE = Path(__file__).resolve().parent / "audit" / "probe.py"

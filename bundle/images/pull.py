@@ -23,7 +23,7 @@ from pathlib import Path
 from bundle import paths
 from bundle.errors import EXIT_CONFIG, EXIT_FAILED, BundleError
 from bundle.images import contents, sbom, signature
-from bundle.images.audit.core import Level
+from bundle.findings import Level
 from bundle.lock import LOCK_HASH_LABEL, Lock
 from bundle.stack import engine
 

@@ -18,6 +18,7 @@ from bundle.config import levers
 from bundle.config.model import Deployment, Role
 from bundle.config.source import format_path
 from bundle.errors import ConfigError
+from bundle.findings import Finding, Level
 from bundle.rules import argspec, backends, checkpoint, dspark, guards
 from bundle.rules.cmdline import option_value
 from bundle.topology import PREFILL
@@ -26,22 +27,41 @@ Error = Callable[[tuple, str], None]
 
 
 @dataclass
-class Findings:
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+class RulesReport:
+    """What the rules found, as the shared findings (bundle/findings.py): a FAIL stops the command
+    before anything runs, a WARN is said and does not. Each finding's `what` is the whole line: the
+    file and line, the key path, the problem and what to do."""
+
+    findings: list[Finding] = field(default_factory=list)
+
+    def error(self, line: str) -> None:
+        self.findings.append(Finding(Level.FAIL, line))
+
+    def warning(self, line: str) -> None:
+        self.findings.append(Finding(Level.WARN, line))
+
+    # The rules' own words at their edge: a ConfigError lists the errors, the verbs print each warning
+    # as "warning: ..." (users and their scripts read those).
+    @property
+    def errors(self) -> list[str]:
+        return [f.what for f in self.findings if f.level is Level.FAIL]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f.what for f in self.findings if f.level is Level.WARN]
 
     def raise_if_errors(self, source: str) -> None:
         if self.errors:
             raise ConfigError(self.errors, source=source)
 
 
-def check(dep: Deployment, rendered, *, require_model: bool = False) -> Findings:
+def check(dep: Deployment, rendered, *, require_model: bool = False) -> RulesReport:
     """Every semantic rule for the rendered topology; `require_model` turns a missing model into an error."""
-    found = Findings()
+    found = RulesReport()
     where = dep.source.where
 
     def error(path: tuple, text: str) -> None:
-        found.errors.append(f"{where(path)}: {format_path(path)}: {text}")
+        found.error(f"{where(path)}: {format_path(path)}: {text}")
 
     topology = rendered.topology
     roles = dep.roles(topology)
@@ -198,7 +218,7 @@ def _check_kv_cache_dtype(dep: Deployment, error: Error) -> None:
               f"bf16); use auto (SGLang's choice: fp8_e4m3), fp8_e4m3 or bf16")
 
 
-def _check_model(dep: Deployment, found: Findings, required: bool) -> None:
+def _check_model(dep: Deployment, found: RulesReport, required: bool) -> None:
     model = Path(dep.model_path).expanduser()
     line = f"{dep.source.where(('model', 'path'))}: model.path: "
     if not model.is_dir():
@@ -208,12 +228,12 @@ def _check_model(dep: Deployment, found: Findings, required: bool) -> None:
     else:
         refused = checkpoint.unsupported_checkpoint(model / "config.json")
         if refused:
-            found.errors.append(line + refused)  # wherever it is validated: it can never serve
+            found.error(line + refused)  # wherever it is validated: it can never serve
         return
     if required:
-        found.errors.append(text)
+        found.error(text)
     else:
-        found.warnings.append(text + " (fine if the model lives only on the GPU host)")
+        found.warning(text + " (fine if the model lives only on the GPU host)")
 
 
 def _check_api_key_file(dep: Deployment, error: Error) -> None:

@@ -9,7 +9,7 @@ from bundle.config.model import Deployment
 from bundle.config.source import format_path
 from bundle.render.k8s import commands
 from bundle.rules import crds, lws_webhook, manifests
-from bundle.rules.check import Findings
+from bundle.rules.check import RulesReport
 from bundle.topology import Topology
 
 # LeaderWorkerSet names its StatefulSets and pods after itself (<lws>-<group>-<worker>) and labels
@@ -18,12 +18,12 @@ MAX_WORKLOAD_NAME = 45
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-def check(dep: Deployment, topology: Topology) -> Findings:
-    found = Findings()
+def check(dep: Deployment, topology: Topology) -> RulesReport:
+    found = RulesReport()
     where = dep.source.where
 
     def error(path: tuple, text: str) -> None:
-        found.errors.append(f"{where(path)}: {format_path(path)}: {text}")
+        found.error(f"{where(path)}: {format_path(path)}: {text}")
 
     k8s = dep.kubernetes
     base = dep.project_name(topology.name)
@@ -44,9 +44,10 @@ def check(dep: Deployment, topology: Topology) -> Findings:
               "model_storage.type is pvc but no claim is named; name the PersistentVolumeClaim that holds "
               "the weights, or use type: hostPath")
     if form is not None:
-        found.errors += [f"{where(path)}: {format_path(path)}: {text}" for path, text in _form_problems(
-            form, k8s.discovery, {**{s.name: k8s.role(s.config_key).replicas for s in topology.servers},
-                                  topology.router.name: k8s.router_replicas})]
+        for path, text in _form_problems(form, k8s.discovery,
+                                         {**{s.name: k8s.role(s.config_key).replicas for s in topology.servers},
+                                          topology.router.name: k8s.router_replicas}):
+            error(path, text)
     seen = set()
     for role in dep.roles(topology):
         if role.service.config_key in seen:

@@ -8,16 +8,16 @@ import subprocess
 from bundle.config.model import Deployment
 from bundle.config.source import format_path
 from bundle.render.slurm import commands
-from bundle.rules.check import Findings
+from bundle.rules.check import RulesReport
 from bundle.topology import Topology
 
 
-def check(dep: Deployment, topology: Topology) -> Findings:
-    found = Findings()
+def check(dep: Deployment, topology: Topology) -> RulesReport:
+    found = RulesReport()
     where = dep.source.where
 
     def error(path: tuple, text: str) -> None:
-        found.errors.append(f"{where(path)}: {format_path(path)}: {text}")
+        found.error(f"{where(path)}: {format_path(path)}: {text}")
 
     s = dep.slurm
     if topology.has_router and s.router_port == dep.network.worker_port:

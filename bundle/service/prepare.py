@@ -10,7 +10,7 @@ from bundle import topology as registry
 from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.render.compose import Rendered, render
-from bundle.rules.check import Findings, check
+from bundle.rules.check import RulesReport, check
 from bundle.service.rehearsal import Mode
 from bundle.topology import Topology
 
@@ -25,7 +25,7 @@ class Prepared:
     dep: Deployment
     topology: Topology
     rendered: Rendered
-    findings: Findings
+    findings: RulesReport
 
 
 def prepare(topology: str, *, config: str | None = None, dep: Deployment | None = None,

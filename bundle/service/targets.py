@@ -10,7 +10,7 @@ A target turns that render into what another engine runs, with the same command 
   `warnings` (a tuple of lines); a target that `writes_folder` gives it `write(folder) -> list[Path]`,
   `summary()` ("manifests for pd in namespace x") and `how_to_run(folder)` (the command that starts
   it); compose's own output is its env file under runs/<project>, written by `Rendered.write()`;
-- `rules` (optional): a module offering `check(dep, topology) -> Findings`, run before the render
+- `rules` (optional): a module offering `check(dep, topology) -> RulesReport`, run before the render
   (settings only this target reads), `problems(output) -> list[str]`, run on what was rendered
   (schemas, parsers), and `CHECKED`, one line saying what problems() holds the output to;
 - `launcher` (optional): the service `bundle launch --target NAME` runs, a module offering

@@ -7,7 +7,8 @@ arguments) and the sparse-MLA environment of its server process are read, a few 
 (never the raw info: it holds the API key), and judged:
   FAIL  the server runs something other than the config asked for (a pin, a lever, a TP size);
   WARN  a path known to be slow on sm_120 (eager mode, Triton fallbacks) is live;
-  OK    as asked.
+  OK    as asked;
+  N/A   the check does not apply to what runs (the shared SKIP: said, never passed).
 
 Where each value comes from: tp4 through the front door with the key; pd workers (no published
 port) with `docker compose exec <service> curl http://127.0.0.1:<port>/server_info`. SGLang does
@@ -24,15 +25,16 @@ from pathlib import Path
 from bundle import topology as registry
 from bundle.config import levers
 from bundle.errors import BundleError
+from bundle.findings import Finding, Level, failed
 from bundle.topology import DECODE, PREFILL
 from bundle.stack import docker
 from bundle.stack.workers import ComposeWorkers, HttpWorkers, Workers
 from bundle.rules import checkpoint
 from bundle.rules.cmdline import option_value
 
-OK, WARN, FAIL = "OK", "WARN", "FAIL"
-# A check that does not apply to what runs (the CPU engine rehearsal's small Llama): said, never passed.
-NOT_APPLICABLE = "N/A"
+# A check that does not apply to what runs (the CPU engine rehearsal's small Llama) is the shared SKIP:
+# said, never passed. Attestation's table and JSON have always called it N/A.
+SHOWN = {Level.SKIP: "N/A"}
 
 # Environment variables the servers' behaviour depends on and SGLang does not report.
 ENV_NAMES = ["SGLANG_SM120_FLASHMLA_BACKEND", "BUNDLE_SPARSE_MLA_OVERLAY", "NCCL_P2P_DISABLE",
@@ -70,12 +72,21 @@ GPU_MODEL_CHECKS = ("CUDA graphs", "KV-cache dtype", "MoE runner", "sm_120 spars
 INFO_PATHS = ("/server_info", "/get_server_info")  # the second is 0.5.23's deprecated alias
 
 
-@dataclass
-class Finding:
-    level: str
-    role: str
-    what: str
-    detail: str
+@dataclass(frozen=True)
+class ServerFinding(Finding):
+    """The shared finding (bundle/findings.py) about one server: `what` names the setting judged,
+    `detail` the verdict on it."""
+
+    role: str = ""
+
+
+def level_word(level: Level) -> str:
+    return SHOWN.get(level, level.value)
+
+
+def finding_dict(finding: ServerFinding) -> dict:
+    """A finding as attestation.json has always written it."""
+    return {"level": level_word(finding.level), "role": finding.role, "what": finding.what, "detail": finding.detail}
 
 
 @dataclass
@@ -117,20 +128,20 @@ class Expected:
 class Attestation:
     topology: str
     records: list[WorkerRecord]
-    findings: list[Finding]
+    findings: list[ServerFinding]
 
     @property
     def ok(self) -> bool:
-        return not any(f.level == FAIL for f in self.findings)
+        return not failed(self.findings)
 
     @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.level == WARN]
+    def warnings(self) -> list[ServerFinding]:
+        return [f for f in self.findings if f.level is Level.WARN]
 
     def to_dict(self) -> dict:
         return {"kind": "attestation", "topology": self.topology, "ok": self.ok,
                 "records": [asdict(r) for r in self.records],
-                "findings": [asdict(f) for f in self.findings]}
+                "findings": [finding_dict(f) for f in self.findings]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -251,118 +262,118 @@ def read_worker(role: str, info_from: Workers, env_from: Workers | None) -> Work
 
 
 # ---- judging ---------------------------------------------------------------------------------------
-def evaluate(record: WorkerRecord, exp: Expected) -> list[Finding]:
+def evaluate(record: WorkerRecord, exp: Expected) -> list[ServerFinding]:
     """The findings for one worker; pure, so every rule is tested on saved server-info samples."""
     role = record.role
-    out: list[Finding] = []
+    out: list[ServerFinding] = []
 
     def add(level, what, detail):
-        out.append(Finding(level, role, what, detail))
+        out.append(ServerFinding(level, what, detail, role=role))
 
     if record.error:
-        add(FAIL, "server info", f"{record.error} from {record.source}: nothing could be attested")
+        add(Level.FAIL, "server info", f"{record.error} from {record.source}: nothing could be attested")
         return out
     f = record.fields
     if record.simulated:
-        add(OK, "worker", "worker simulator (rehearsal): values echo its command line, no kernel ran")
+        add(Level.OK, "worker", "worker simulator (rehearsal): values echo its command line, no kernel ran")
     if f.get("device") == "cpu":
         return _cpu_engine(record, exp, add)
 
     if exp.sglang_version and f.get("sglang_version") and f["sglang_version"] != exp.sglang_version:
-        add(FAIL, "SGLang version", f"runs {f['sglang_version']}, the lock pins {exp.sglang_version}")
+        add(Level.FAIL, "SGLang version", f"runs {f['sglang_version']}, the lock pins {exp.sglang_version}")
     elif f.get("sglang_version"):
-        add(OK, "SGLang version", str(f["sglang_version"]))
+        add(Level.OK, "SGLang version", str(f["sglang_version"]))
 
     decode = f["cuda_graphs"]["decode"]
     prefill = f["cuda_graphs"]["prefill"]
     graphs = f"decode {decode['backend']} ({decode['from']}), prefill {prefill['backend']} ({prefill['from']})"
     decode_on = decode["backend"] != "disabled"
     if exp.cuda_graphs and not decode_on:
-        add(FAIL, "CUDA graphs", f"decode runs eager but the config asks for CUDA graphs: {graphs}")
+        add(Level.FAIL, "CUDA graphs", f"decode runs eager but the config asks for CUDA graphs: {graphs}")
     elif not exp.cuda_graphs and decode_on:
-        add(FAIL, "CUDA graphs", f"the config asks for eager mode (levers.cuda_graphs: false) but {graphs}")
+        add(Level.FAIL, "CUDA graphs", f"the config asks for eager mode (levers.cuda_graphs: false) but {graphs}")
     elif not decode_on:
-        add(WARN, "CUDA graphs", f"eager decode, as configured: known ~10x slower ({graphs})")
+        add(Level.WARN, "CUDA graphs", f"eager decode, as configured: known ~10x slower ({graphs})")
     else:
-        add(OK, "CUDA graphs", graphs)
+        add(Level.OK, "CUDA graphs", graphs)
 
     if f.get("tp_size") != exp.tp_size:
-        add(FAIL, "TP size", f"runs tp_size {f.get('tp_size')}, the config asks for {exp.tp_size}")
+        add(Level.FAIL, "TP size", f"runs tp_size {f.get('tp_size')}, the config asks for {exp.tp_size}")
     else:
-        add(OK, "TP size", str(exp.tp_size))
+        add(Level.OK, "TP size", str(exp.tp_size))
 
     kv = f.get("kv_cache_dtype")
     if exp.kv_cache_dtype == "auto":
         if kv in UNRESOLVED:
-            add(WARN, "KV-cache dtype", f"the server reported {kv!r}: what SGLang resolved auto to could "
+            add(Level.WARN, "KV-cache dtype", f"the server reported {kv!r}: what SGLang resolved auto to could "
                                         f"not be read (0.5.23 resolves it to fp8_e4m3 for DeepSeek-V4)")
         else:
-            add(OK, "KV-cache dtype", f"auto -> {kv} (SGLang's choice)")
+            add(Level.OK, "KV-cache dtype", f"auto -> {kv} (SGLang's choice)")
     elif KV_ALIASES.get(kv, kv) != KV_ALIASES.get(exp.kv_cache_dtype, exp.kv_cache_dtype):
-        add(FAIL, "KV-cache dtype", f"runs {kv}, the config asks for {exp.kv_cache_dtype}")
+        add(Level.FAIL, "KV-cache dtype", f"runs {kv}, the config asks for {exp.kv_cache_dtype}")
     else:
-        add(OK, "KV-cache dtype", str(kv))
+        add(Level.OK, "KV-cache dtype", str(kv))
 
     moe = f.get("moe_runner_backend")
     if exp.moe_runner != "auto" and moe != exp.moe_runner:
-        add(FAIL, "MoE runner", f"runs {moe}, the config asks for {exp.moe_runner}")
+        add(Level.FAIL, "MoE runner", f"runs {moe}, the config asks for {exp.moe_runner}")
     elif exp.moe_runner == "auto" and moe in UNRESOLVED:
-        add(WARN, "MoE runner", f"the server reported {moe!r}: what SGLang resolved auto to could not be "
+        add(Level.WARN, "MoE runner", f"the server reported {moe!r}: what SGLang resolved auto to could not be "
                                 f"read (0.5.23 picks flashinfer_mxfp4 for DeepSeek-V4's FP4 experts on sm_120)")
     elif moe in SLOW_MOE:
-        add(WARN, "MoE runner", f"{moe}: a Triton fallback on sm_120 (SGLang's auto picks flashinfer_mxfp4)")
+        add(Level.WARN, "MoE runner", f"{moe}: a Triton fallback on sm_120 (SGLang's auto picks flashinfer_mxfp4)")
     elif exp.moe_runner == "auto":
-        add(OK, "MoE runner", f"auto -> {moe} (SGLang's choice)")
+        add(Level.OK, "MoE runner", f"auto -> {moe} (SGLang's choice)")
     else:
-        add(OK, "MoE runner", str(moe))
+        add(Level.OK, "MoE runner", str(moe))
 
     attention = {k: f.get(k) for k in ("attention_backend", "decode_attention_backend",
                                        "prefill_attention_backend") if f.get(k)}
     slow = {k: v for k, v in attention.items() if v in SLOW_ATTENTION}
     text = ", ".join(f"{k}={v}" for k, v in attention.items()) or "chosen by SGLang for the model (not overridden)"
-    add(WARN if slow else OK, "attention backend", text + (": a fallback path" if slow else ""))
+    add(Level.WARN if slow else Level.OK, "attention backend", text + (": a fallback path" if slow else ""))
 
     _sparse_mla(record, exp, add)
 
     if exp.transfer_backend is not None:
         if f.get("disaggregation_mode") != exp.disaggregation_mode:
-            add(FAIL, "PD role", f"runs disaggregation_mode {f.get('disaggregation_mode')}, "
+            add(Level.FAIL, "PD role", f"runs disaggregation_mode {f.get('disaggregation_mode')}, "
                                  f"expected {exp.disaggregation_mode}")
         if f.get("transfer_backend") != exp.transfer_backend:
-            add(FAIL, "transfer backend", f"runs {f.get('transfer_backend')}, the config asks for "
+            add(Level.FAIL, "transfer backend", f"runs {f.get('transfer_backend')}, the config asks for "
                                           f"{exp.transfer_backend}")
         else:
-            add(OK, "transfer backend", str(exp.transfer_backend))
+            add(Level.OK, "transfer backend", str(exp.transfer_backend))
 
     _speculative(f, exp, add)
     _collectives(record, exp, add)
     return out
 
 
-def _cpu_engine(record: WorkerRecord, exp: Expected, add) -> list[Finding]:
+def _cpu_engine(record: WorkerRecord, exp: Expected, add) -> list[ServerFinding]:
     """SGLang on CPU (the engine rehearsal): what the real server resolved for what applies (version,
     TP size, PD role and transfer backend, the attention backend it chose), N/A for DeepSeek-V4's GPU checks."""
     f, out = record.fields, []
 
     def keep(level, what, detail):
-        out.append(Finding(level, record.role, what, detail))
+        out.append(ServerFinding(level, what, detail, role=record.role))
 
     if exp.sglang_version and f.get("sglang_version") != exp.sglang_version:
-        keep(FAIL, "SGLang version", f"runs {f.get('sglang_version')}, the lock pins {exp.sglang_version}")
+        keep(Level.FAIL, "SGLang version", f"runs {f.get('sglang_version')}, the lock pins {exp.sglang_version}")
     else:
-        keep(OK, "SGLang version", f"{f.get('sglang_version')} (the real server, on CPU)")
+        keep(Level.OK, "SGLang version", f"{f.get('sglang_version')} (the real server, on CPU)")
     if f.get("tp_size") != exp.tp_size:
-        keep(FAIL, "TP size", f"runs tp_size {f.get('tp_size')}, the launch rendered {exp.tp_size}")
+        keep(Level.FAIL, "TP size", f"runs tp_size {f.get('tp_size')}, the launch rendered {exp.tp_size}")
     else:
-        keep(OK, "TP size", f"{exp.tp_size} (CPU engine rehearsal)")
-    keep(OK, "attention backend", f"{f.get('attention_backend')} (SGLang's CPU path)")
+        keep(Level.OK, "TP size", f"{exp.tp_size} (CPU engine rehearsal)")
+    keep(Level.OK, "attention backend", f"{f.get('attention_backend')} (SGLang's CPU path)")
     if exp.transfer_backend is not None:
         mode, backend = f.get("disaggregation_mode"), f.get("transfer_backend")
         good = mode == exp.disaggregation_mode and backend == exp.transfer_backend
-        keep(OK if good else FAIL, "PD role", f"{mode} over {backend}"
+        keep(Level.OK if good else Level.FAIL, "PD role", f"{mode} over {backend}"
              + ("" if good else f"; expected {exp.disaggregation_mode} over {exp.transfer_backend}"))
     for what in GPU_MODEL_CHECKS:
-        keep(NOT_APPLICABLE, what, "does not apply: the CPU engine rehearsal serves a small Llama on SGLang's "
+        keep(Level.SKIP, what, "does not apply: the CPU engine rehearsal serves a small Llama on SGLang's "
                                    "CPU device, not DeepSeek-V4 on sm_120")
     return out
 
@@ -377,26 +388,26 @@ def _speculative(f: dict, exp: Expected, add) -> None:
         return
     if exp.speculative == "none":
         if spec:
-            add(FAIL, "speculative decoding", f"the config asks for none; the server runs {shown}")
+            add(Level.FAIL, "speculative decoding", f"the config asks for none; the server runs {shown}")
         else:
-            add(OK, "speculative decoding", "none")
+            add(Level.OK, "speculative decoding", "none")
         return
     if str(spec).upper() not in MTP_ALGORITHMS and exp.speculative != "custom":
-        add(FAIL, "speculative decoding", f"the config asks for {exp.speculative}; the server runs {shown}")
+        add(Level.FAIL, "speculative decoding", f"the config asks for {exp.speculative}; the server runs {shown}")
     elif not spec:
-        add(FAIL, "speculative decoding", "extra_args ask for speculative decoding; the server runs none")
+        add(Level.FAIL, "speculative decoding", "extra_args ask for speculative decoding; the server runs none")
     elif exp.speculative_shape and None not in shape and shape != exp.speculative_shape:
-        add(FAIL, "speculative decoding", f"the config asks for {exp.speculative} (steps, top-k, draft tokens "
+        add(Level.FAIL, "speculative decoding", f"the config asks for {exp.speculative} (steps, top-k, draft tokens "
                                           f"{exp.speculative_shape}); the server runs {shown}")
     else:
-        add(OK, "speculative decoding", f"{exp.speculative}: {shown}")
+        add(Level.OK, "speculative decoding", f"{exp.speculative}: {shown}")
 
 
 def _dspark(f: dict, exp: Expected, add, spec, shape: tuple) -> None:
     """DSpark: the algorithm and the block size (gamma) the server resolved; SGLang reports the block
     size as asked (None when left to it) and always the verify window, gamma + 1 draft tokens."""
     if str(spec).upper() != DSPARK:
-        add(FAIL, "speculative decoding", f"the config asks for dspark; the server runs {spec or 'none'}")
+        add(Level.FAIL, "speculative decoding", f"the config asks for dspark; the server runs {spec or 'none'}")
         return
     draft_tokens = shape[2]
     block = f.get("speculative_dspark_block_size")
@@ -404,13 +415,13 @@ def _dspark(f: dict, exp: Expected, add, spec, shape: tuple) -> None:
         block = draft_tokens - 1
     shown = f"DSPARK, block size {block} (verify window {draft_tokens}, steps {shape[0]}, top-k {shape[1]})"
     if block is None:
-        add(WARN, "speculative decoding", f"DSPARK, but the block size it resolved could not be read "
+        add(Level.WARN, "speculative decoding", f"DSPARK, but the block size it resolved could not be read "
                                           f"(speculative_num_draft_tokens {draft_tokens!r})")
     elif exp.dspark_block_size is not None and block != exp.dspark_block_size:
-        add(FAIL, "speculative decoding", f"the config and checkpoint ask for DSpark block size "
+        add(Level.FAIL, "speculative decoding", f"the config and checkpoint ask for DSpark block size "
                                           f"{exp.dspark_block_size}; the server runs {shown}")
     else:
-        add(OK, "speculative decoding", f"dspark: {shown}")
+        add(Level.OK, "speculative decoding", f"dspark: {shown}")
 
 
 def _collectives(record: WorkerRecord, exp: Expected, add) -> None:
@@ -419,26 +430,26 @@ def _collectives(record: WorkerRecord, exp: Expected, add) -> None:
     why = f" (decided by {exp.collectives_why})" if exp.collectives_why else ""
     if exp.pcie_safe:
         if not f.get("disable_custom_all_reduce"):
-            add(FAIL, "PCIe-safe collectives", "custom all-reduce is on; the PCIe-safe decision asks for "
+            add(Level.FAIL, "PCIe-safe collectives", "custom all-reduce is on; the PCIe-safe decision asks for "
                                                f"--disable-custom-all-reduce (hangs on some PCIe-only hosts){why}")
         elif record.env is not None and p2p != "1":
-            add(FAIL, "PCIe-safe collectives", f"NCCL_P2P_DISABLE={p2p} in the server process, expected 1{why}")
+            add(Level.FAIL, "PCIe-safe collectives", f"NCCL_P2P_DISABLE={p2p} in the server process, expected 1{why}")
         else:
-            add(OK, "PCIe-safe collectives", "custom all-reduce off" +
+            add(Level.OK, "PCIe-safe collectives", "custom all-reduce off" +
                 (", NCCL_P2P_DISABLE=1" if record.env is not None else "") + why)
         return
     if f.get("disable_custom_all_reduce"):
-        add(FAIL, "PCIe-safe collectives", f"custom all-reduce is off, but P2P collectives were chosen{why}")
+        add(Level.FAIL, "PCIe-safe collectives", f"custom all-reduce is off, but P2P collectives were chosen{why}")
     elif record.env is not None and p2p == "1":
-        add(FAIL, "PCIe-safe collectives", f"NCCL_P2P_DISABLE=1 in the server process, but P2P collectives "
+        add(Level.FAIL, "PCIe-safe collectives", f"NCCL_P2P_DISABLE=1 in the server process, but P2P collectives "
                                            f"were chosen{why}")
     else:
-        add(OK, "PCIe-safe collectives", "P2P and custom all-reduce on" + why)
+        add(Level.OK, "PCIe-safe collectives", "P2P and custom all-reduce on" + why)
 
 
 def _sparse_mla(record: WorkerRecord, exp: Expected, add) -> None:
     if record.env is None:
-        add(WARN, "sm_120 sparse-MLA backend",
+        add(Level.WARN, "sm_120 sparse-MLA backend",
             f"SGLANG_SM120_FLASHMLA_BACKEND could not be read (SGLang does not report it); "
             f"expected {exp.sparse_mla_env}")
         return
@@ -448,18 +459,18 @@ def _sparse_mla(record: WorkerRecord, exp: Expected, add) -> None:
     overlay = record.env.get("BUNDLE_SPARSE_MLA_OVERLAY") == "1"
     where = f"from {record.env_source}"
     if effective != exp.sparse_mla_env:
-        add(FAIL, "sm_120 sparse-MLA backend", f"{shown}, the config asks for {exp.sparse_mla_env} ({where})")
+        add(Level.FAIL, "sm_120 sparse-MLA backend", f"{shown}, the config asks for {exp.sparse_mla_env} ({where})")
     elif exp.overlay and not overlay:
-        add(FAIL, "sm_120 sparse-MLA backend", f"the config asks for the bundle's kernel overlay but "
+        add(Level.FAIL, "sm_120 sparse-MLA backend", f"the config asks for the bundle's kernel overlay but "
                                                f"BUNDLE_SPARSE_MLA_OVERLAY is not 1 ({where})")
     elif overlay:
-        add(OK, "sm_120 sparse-MLA backend", f"{shown} patched by the bundle's kernel overlay ({where})")
+        add(Level.OK, "sm_120 sparse-MLA backend", f"{shown} patched by the bundle's kernel overlay ({where})")
     elif effective in SLOW_SPARSE_MLA:
-        add(WARN, "sm_120 sparse-MLA backend", f"{shown}: {SLOW_SPARSE_MLA[effective]} ({where})")
+        add(Level.WARN, "sm_120 sparse-MLA backend", f"{shown}: {SLOW_SPARSE_MLA[effective]} ({where})")
     else:
-        add(OK, "sm_120 sparse-MLA backend", f"{shown} ({where})")
+        add(Level.OK, "sm_120 sparse-MLA backend", f"{shown} ({where})")
     if record.env.get("SGLANG_FP8_PAGED_MQA_LOGITS_TORCH") not in (None, "", "0", "false", "False"):
-        add(WARN, "paged MQA logits", f"SGLANG_FP8_PAGED_MQA_LOGITS_TORCH forces the torch path ({where})")
+        add(Level.WARN, "paged MQA logits", f"SGLANG_FP8_PAGED_MQA_LOGITS_TORCH forces the torch path ({where})")
 
 
 # ---- the entry point launch calls ------------------------------------------------------------------
@@ -496,7 +507,7 @@ def attest(dep, rendered, *, stack=None) -> Attestation:
 PREDICTED = ("attention_backend", "page_size", "moe_runner_backend", "kv_cache_dtype", "speculative_algorithm")
 
 
-def against_prediction(records: list[WorkerRecord], predicted: dict, topology: str, source: str) -> list[Finding]:
+def against_prediction(records: list[WorkerRecord], predicted: dict, topology: str, source: str) -> list[ServerFinding]:
     """A finding per server the audit predicted: OK when it runs what was predicted, WARN naming each
     choice that differs (the audit ran SGLang's own choices without a GPU; the server made them on one).
     A rehearsal's simulated workers are not held to an audit of the real image."""
@@ -508,10 +519,11 @@ def against_prediction(records: list[WorkerRecord], predicted: dict, topology: s
         differs = [f"{key} {record.fields.get(key)!r}, predicted {wanted.get(key)!r}" for key in PREDICTED
                    if key in wanted and key in record.fields and record.fields.get(key) != wanted.get(key)]
         if differs:
-            out.append(Finding(WARN, record.role, "predicted choices",
-                               f"the server chose differently from the image's audit ({source}): " + "; ".join(differs)))
+            out.append(ServerFinding(Level.WARN, "predicted choices", f"the server chose differently from the image's "
+                                     f"audit ({source}): " + "; ".join(differs), role=record.role))
         else:
-            out.append(Finding(OK, record.role, "predicted choices", f"as the image's audit predicted ({source})"))
+            out.append(ServerFinding(Level.OK, "predicted choices", f"as the image's audit predicted ({source})",
+                                     role=record.role))
     return out
 
 
@@ -528,10 +540,10 @@ def judge(topology: str, info_from: Workers, env_from: Workers | None,
 def print_findings(result: Attestation, console) -> None:
     from rich.table import Table
 
-    colour = {OK: "green", WARN: "yellow", FAIL: "red", NOT_APPLICABLE: "dim"}
+    colour = {Level.OK: "green", Level.WARN: "yellow", Level.FAIL: "red", Level.SKIP: "dim"}
     table = Table(title=f"attestation ({result.topology}): what the servers run", title_justify="left")
     for column in ("server", "what", "", "detail"):
         table.add_column(column, overflow="fold")
     for f in result.findings:
-        table.add_row(f.role, f.what, f"[{colour[f.level]}]{f.level}[/]", f.detail.replace("[", "\\["))
+        table.add_row(f.role, f.what, f"[{colour[f.level]}]{level_word(f.level)}[/]", f.detail.replace("[", "\\["))
     console.print(table)

@@ -21,9 +21,10 @@ from bundle import paths
 from bundle import topology as topologies
 from bundle.config.model import Deployment
 from bundle.errors import EXIT_FAILED, BundleError
+from bundle.findings import Level
 from bundle.images.audit import tools
 from bundle.images.audit.context import AuditContext, ServerCommand, locked_packages, overlay_distribution
-from bundle.images.audit.core import CheckResult, Level
+from bundle.images.audit.core import CheckResult, finding_dict
 from bundle.lock import Lock
 from bundle.render.compose import render
 from bundle.render.compose_files import service_environments
@@ -62,7 +63,7 @@ class Audit:
             "config": self.ctx.config_name,
             "model_config": self.ctx.model_source,
             "status": "FAIL" if self.exit_code else "OK",
-            "findings": [{**f.as_dict(), "check": r.name} for r in self.results for f in r.findings],
+            "findings": [{**finding_dict(f), "check": r.name} for r in self.results for f in r.findings],
             "checks": [r.as_dict() for r in self.results],
             "libraries": [{"path": lib["path"], "size": lib["size"], "cubins": lib["cubins"], "ptx": lib["ptx"],
                            "runs_on_sm120": lib["runs_on_sm120"], "how": lib["how"]} for lib in libs],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from bundle.images import cuda_toolchain, kernels_jit
 from bundle.images.audit.checks_sglang import predicted
 from bundle.images.audit.context import AuditContext
-from bundle.images.audit.core import Finding, Level
+from bundle.findings import Finding, Level
 from bundle.images.requirements import normalise
 
 DRIVER = "libcuda.so.1"
@@ -31,56 +31,56 @@ def toolchain(ctx: AuditContext) -> tuple[str, list[Finding]]:
     findings = []
     nvccs = facts.get("nvcc", [])
     if not nvccs:
-        findings.append(Finding(Level.FAIL, "no nvcc in the image: the JIT compilers cannot build", _REBUILD))
+        findings.append(Finding(Level.FAIL, "no nvcc in the image: the JIT compilers cannot build", fix=_REBUILD))
     if len(nvccs) > 1:
         findings.append(Finding(Level.FAIL, f"{len(nvccs)} CUDA compilers: "
                                              + ", ".join(f"{n['path']} ({n['version']})" for n in nvccs)
                                              + "; which one builds the kernels depends on CUDA_HOME",
-                                "keep one toolchain: docker/lock.toml [cuda], nothing else installs an nvcc"))
+                                fix="keep one toolchain: docker/lock.toml [cuda], nothing else installs an nvcc"))
     for n in nvccs:
         if n["version"] != cuda["nvcc"]:
             findings.append(Finding(Level.FAIL, f"{n['path']} is nvcc {n['version']}, the lock's [cuda] pins "
-                                                 f"{cuda['nvcc']}", _REBUILD))
+                                                 f"{cuda['nvcc']}", fix=_REBUILD))
     major, minor = (int(x) for x in cuda["line"].split("."))
     header = facts.get("cuda_h_version")
     if header != major * 1000 + minor * 10:
         findings.append(Finding(Level.FAIL, f"/usr/local/cuda/include/cuda.h is CUDA_VERSION {header}, not the "
-                                             f"[cuda] line {cuda['line']} (mismatched headers)", _REBUILD))
+                                             f"[cuda] line {cuda['line']} (mismatched headers)", fix=_REBUILD))
     for wheel, version in cuda_toolchain.wheel_pins(ctx.lock).items():
         locked = ctx.packages.get(normalise(wheel))
         if locked is None or locked.version != version:
             findings.append(Finding(Level.FAIL, f"docker/requirements: {wheel} is "
                                                  f"{locked.version if locked else 'absent'}, [cuda] pins {version}",
-                                    "run `make lock`"))
+                                    fix="run `make lock`"))
     found = ", ".join(f"{n['path']} {n['version']}" for n in nvccs) or "none"
     return f"nvcc: {found}; cuda.h {header}; [cuda] {cuda['line']}", findings
 
 
 def _module_findings(name: str, got: dict, lib: dict | None, lookup: dict) -> list[Finding]:
     if not got.get("present"):
-        return [Finding(Level.FAIL, f"{name}: the kernels layer built it but its library is missing", _REBUILD)]
+        return [Finding(Level.FAIL, f"{name}: the kernels layer built it but its library is missing", fix=_REBUILD)]
     out = []
     cubins, ptx = (lib or {}).get("cubins", []), (lib or {}).get("ptx", [])
     if TARGET_ARCH not in cubins:
         out.append(Finding(Level.FAIL, f"{name}: no {TARGET_ARCH} SASS (cubins {', '.join(cubins) or 'none'}): "
-                                        f"built for another arch", "build it with FLASHINFER_CUDA_ARCH_LIST=12.0a "
-                                                                   "(the lock's cuda_arch_list): `make image`"))
+                                        f"built for another arch", fix="build it with FLASHINFER_CUDA_ARCH_LIST=12.0a "
+                                                                       "(the lock's cuda_arch_list): `make image`"))
     if ptx:
         out.append(Finding(Level.FAIL, f"{name}: holds PTX ({', '.join(ptx)}) the 580 driver would compile at "
-                                        "first use", _REBUILD))
+                                        "first use", fix=_REBUILD))
     if got.get("driver_calls") and DRIVER not in got.get("needed", []):
         out.append(Finding(Level.FAIL, f"{name}: calls the driver API ({got['driver_calls'][0]}, ...) without "
                                         f"{DRIVER} in NEEDED: it fails to load on a GPU host",
-                           "link it against a libcuda.so stub that exports the driver entry points "
-                           "(docker/cuda-home.sh)"))
+                           fix="link it against a libcuda.so stub that exports the driver entry points "
+                               "(docker/cuda-home.sh)"))
     unresolved = [lib_ for lib_ in got.get("unresolved", []) if lib_ != DRIVER]
     if unresolved:
-        out.append(Finding(Level.FAIL, f"{name}: links against {', '.join(unresolved)}, not in the image", _REBUILD))
+        out.append(Finding(Level.FAIL, f"{name}: links against {', '.join(unresolved)}, not in the image", fix=_REBUILD))
     answer = lookup.get(name, {})
     if not answer.get("is_aot"):
         out.append(Finding(Level.FAIL, f"{name}: FlashInfer's lookup does not find it prebuilt "
                                         f"({answer.get('error') or answer.get('path') or 'no answer'}): it "
-                                        "would be compiled at first start", _REBUILD))
+                                        "would be compiled at first start", fix=_REBUILD))
     return out
 
 
@@ -91,11 +91,11 @@ def kernels(ctx: AuditContext) -> tuple[str, list[Finding]]:
     findings: list[Finding] = []
     if manifest is None:
         findings.append(Finding(Level.WARN, "no kernels layer (/opt/bundle/kernels.json): every JIT module is "
-                                             "compiled at the first start", _REBUILD))
+                                             "compiled at the first start", fix=_REBUILD))
     libs = {lib["path"]: lib for lib in (ctx.facts.get("libraries") or {}).get("libraries", [])}
     lookup = facts.get("lookup") or {}
     if "error" in lookup and not isinstance(lookup["error"], dict):
-        findings.append(Finding(Level.FAIL, f"FlashInfer's lookup failed: {lookup['error']}", "see --debug"))
+        findings.append(Finding(Level.FAIL, f"FlashInfer's lookup failed: {lookup['error']}", fix="see --debug"))
         lookup = {}
     for name, module in sorted(built.items()):
         findings += _module_findings(name, (facts.get("modules") or {}).get(name, {}), libs.get(module["path"]),
@@ -107,7 +107,7 @@ def kernels(ctx: AuditContext) -> tuple[str, list[Finding]]:
     for name, servers in sorted(needed.items()):
         if name not in built:
             findings.append(Finding(Level.WARN, f"{name} (needed by {', '.join(servers)}): not prebuilt, compiled "
-                                                 f"at the first start", "`make image` builds every needed module"))
+                                                 f"at the first start", fix="`make image` builds every needed module"))
     ok = [n for n in built if not any(f.what.startswith(f"{n}:") for f in findings)]
     return (f"{len(built)} module(s) prebuilt for 12.0a ({', '.join(sorted(built)) or 'none'}), {len(ok)} sound; "
             f"the predicted choices need {', '.join(sorted(needed)) or 'none'}"), findings

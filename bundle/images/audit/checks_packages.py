@@ -4,7 +4,7 @@ its files as installed; nothing the lock does not know; pip check clean; no stra
 from __future__ import annotations
 
 from bundle.images.audit.context import AuditContext
-from bundle.images.audit.core import Finding, Level
+from bundle.findings import Finding, Level
 from bundle.images.requirements import normalise
 
 VENV = "/opt/venv/"
@@ -35,11 +35,11 @@ def installed_equals_lock(ctx: AuditContext) -> tuple[str, list[Finding]]:
         dist = seen.get(key)
         if dist is None:
             findings.append(Finding(Level.FAIL, f"{pkg.name}=={pkg.version} (docker/requirements/{pkg.layer}.txt) "
-                                                 f"is not installed", "rebuild the image from this lock: bundle build"))
+                                                 f"is not installed", fix="rebuild the image from this lock: bundle build"))
         elif dist["version"] != pkg.version:
             findings.append(Finding(Level.FAIL, f"{dist['name']} {dist['version']} is installed, the lock pins "
                                                  f"{pkg.version} ({dist['path']})",
-                                    "rebuild from this lock (bundle build); never pip install into the image"))
+                                    fix="rebuild from this lock (bundle build); never pip install into the image"))
         else:
             direct = dist.get("direct_url") or {}
             hashes = (direct.get("archive_info") or {}).get("hashes") or {}
@@ -49,18 +49,18 @@ def installed_equals_lock(ctx: AuditContext) -> tuple[str, list[Finding]]:
             if recorded and pkg.hashes and recorded not in pkg.hashes:
                 findings.append(Finding(Level.FAIL, f"{dist['name']} {dist['version']} was installed from a file "
                                                      f"with sha256 {recorded[:16]}..., not one the lock allows",
-                                        "rebuild from this lock: bundle build"))
+                                        fix="rebuild from this lock: bundle build"))
     for key, dist in sorted(seen.items()):
         if key in ctx.packages or key == overlay:
             continue
         if key in VENV_SEED:
             findings.append(Finding(Level.WARN, f"{dist['name']} {dist['version']} is in the venv (seeded by "
                                                  f"`python -m venv`), not pinned by the lock",
-                                    "harmless at run time; pin it in docker/lock.toml to make the set exact"))
+                                    fix="harmless at run time; pin it in docker/lock.toml to make the set exact"))
             continue
         findings.append(Finding(Level.FAIL, f"{dist['name']} {dist['version']} is installed but unknown to the "
                                              f"lock ({dist['path']})",
-                                "add it to docker/lock.toml and run `make lock`, or remove it from the image"))
+                                fix="add it to docker/lock.toml and run `make lock`, or remove it from the image"))
     summary = f"{len(seen)} distributions in {VENV.rstrip('/')}, {len(ctx.packages)} pinned by the lock"
     return summary, findings
 
@@ -76,15 +76,15 @@ def installed_once(ctx: AuditContext) -> tuple[str, list[Finding]]:
         if len(dists) > 1:
             copies = ", ".join(f"{d['version']} at {d['path']}" for d in dists)
             findings.append(Finding(Level.FAIL, f"{dists[0]['name']} is installed {len(dists)} times: {copies}",
-                                    "remove every copy but the lock's from the image (a PYTHONPATH or a stale "
-                                    "site-packages folder usually brings the second one)"))
+                                    fix="remove every copy but the lock's from the image (a PYTHONPATH or a stale "
+                                        "site-packages folder usually brings the second one)"))
     for module, dirs in sorted(facts["shadowed"].items()):
         findings.append(Finding(Level.FAIL, f"module {module!r} is in {len(dirs)} folders on sys.path; "
                                              f"{dirs[0]} shadows {', '.join(dirs[1:])}",
-                                "remove the extra copy (or the sys.path entry that brings it)"))
+                                fix="remove the extra copy (or the sys.path entry that brings it)"))
     if facts.get("pythonpath"):
         findings.append(Finding(Level.WARN, f"PYTHONPATH is set in the image: {facts['pythonpath']}",
-                                "drop it: every package belongs in /opt/venv"))
+                                fix="drop it: every package belongs in /opt/venv"))
     return f"{len(facts['distributions'])} distributions on sys.path", findings
 
 
@@ -99,22 +99,22 @@ def files_as_installed(ctx: AuditContext) -> tuple[str, list[Finding]]:
         checked += rec.get("files", 0)
         if not rec.get("present"):
             findings.append(Finding(Level.WARN, f"{dist['name']} {dist['version']} has no RECORD: its files "
-                                                 f"cannot be checked", "reinstall it from the lock"))
+                                                 f"cannot be checked", fix="reinstall it from the lock"))
             continue
         if rec.get("n_missing"):
             findings.append(Finding(Level.FAIL, f"{dist['name']}: {rec['n_missing']} file(s) of its RECORD are "
                                                  f"missing, e.g. {', '.join(rec['missing'][:3])}",
-                                    "rebuild the layer that installs it; never delete files from the venv"))
+                                    fix="rebuild the layer that installs it; never delete files from the venv"))
         for rel in rec.get("changed", []):
             other = _other_owner(dists, dist, rel)
             if other:
                 findings.append(Finding(Level.WARN, f"{rel} is installed by both {dist['name']} and {other}; "
                                                      f"the copy on disk is {other}'s (an upstream packaging clash)",
-                                        "harmless unless the file is imported at run time; report it upstream"))
+                                        fix="harmless unless the file is imported at run time; report it upstream"))
             else:
                 findings.append(Finding(Level.FAIL, f"{dist['name']}: {rel} differs from its RECORD "
                                                      f"(changed after install)",
-                                        "rebuild the layer that installs it; never edit files in the venv"))
+                                        fix="rebuild the layer that installs it; never edit files in the venv"))
     mode = "sizes and sha256" if facts.get("deep") else "sizes (--deep adds sha256)"
     return f"{checked} files checked against their RECORD ({mode})", findings
 
@@ -129,7 +129,7 @@ def pip_check(ctx: AuditContext) -> tuple[str, list[Finding]]:
     if facts.get("returncode") == 0:
         return f"{facts.get('tool')}: no broken requirements", []
     lines = facts.get("output") or ["(no output)"]
-    return f"{facts.get('tool')} failed", [Finding(Level.FAIL, line, "rebuild from the lock (`make lock` then "
+    return f"{facts.get('tool')} failed", [Finding(Level.FAIL, line, fix="rebuild from the lock (`make lock` then "
                                                                     "`bundle build`)") for line in lines[:10]]
 
 
@@ -143,12 +143,12 @@ def no_stray_path_hooks(ctx: AuditContext) -> tuple[str, list[Finding]]:
         name = pth["path"].rsplit("/", 1)[-1]
         if name.startswith("__editable__"):
             findings.append(Finding(Level.FAIL, f"{pth['path']}: an editable install's hook ({pth['head'][:1]})",
-                                    "install the package from the lock, not with -e"))
+                                    fix="install the package from the lock, not with -e"))
         elif name not in owned:
             findings.append(Finding(Level.FAIL, f"{pth['path']} belongs to no installed distribution: "
                                                  f"{(pth['head'] or [''])[0][:120]}",
-                                    "remove it: a .pth runs at every interpreter start"))
+                                    fix="remove it: a .pth runs at every interpreter start"))
     for link in facts["egg_links"]:
         findings.append(Finding(Level.FAIL, f"{link['path']} -> {(link['target'] or [''])[0]} (a develop-mode "
-                                             f"install)", "remove it and install the package from the lock"))
+                                             f"install)", fix="remove it and install the package from the lock"))
     return f"{len(facts['pth_files'])} .pth file(s), {len(facts['egg_links'])} egg-link(s)", findings

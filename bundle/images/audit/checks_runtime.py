@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from bundle.images.audit.context import AuditContext
-from bundle.images.audit.core import Finding, Level
+from bundle.findings import Finding, Level
 
 # An import that fails for one of these reasons needs a GPU (or its driver) and is expected here.
 _NEEDS_GPU = re.compile(r"libcuda|libnvidia|CUDA|cuda|GPU|NVML|nvml|driver|accelerator|nvrtc|device", re.I)
@@ -34,10 +34,10 @@ def imports(ctx: AuditContext) -> tuple[str, list[Finding]]:
             findings.append(Finding(Level.INFO, f"{m['module']}: cannot import without a GPU: {reason}"))
         elif m["module"] in CORE:
             findings.append(Finding(Level.FAIL, f"{m['module']} does not import: {reason}",
-                                    "the image's closure is broken: rebuild from the lock, check `pip check`"))
+                                    fix="the image's closure is broken: rebuild from the lock, check `pip check`"))
         else:
             findings.append(Finding(Level.WARN, f"{m['module']} does not import: {reason}",
-                                    "harmless unless the server imports it; see the reason"))
+                                    fix="harmless unless the server imports it; see the reason"))
     return f"{len(mods) - len(failed)} of {len(mods)} top-level modules import without a GPU", findings
 
 
@@ -50,14 +50,14 @@ def helps(ctx: AuditContext) -> tuple[str, list[Finding]]:
     for label, module in wanted.items():
         got = facts.get(label)
         if got is None:
-            findings.append(Finding(Level.FAIL, f"python -m {module} --help was not run", "see the probe's output"))
+            findings.append(Finding(Level.FAIL, f"python -m {module} --help was not run", fix="see the probe's output"))
         elif got.get("module") != module:
             findings.append(Finding(Level.FAIL, f"the probe ran {got.get('module')}, the topology runs {module}",
-                                    "rebuild the image from this lock"))
+                                    fix="rebuild the image from this lock"))
         elif got["returncode"] != 0:
             tail = " / ".join(got.get("tail") or [])
             findings.append(Finding(Level.FAIL, f"python -m {module} --help exited {got['returncode']}: {tail}",
-                                    "the image cannot start this program: rebuild it from the lock"))
+                                    fix="the image cannot start this program: rebuild it from the lock"))
     ok = [f"{facts[k]['module']} ({facts[k]['seconds']} s)" for k in wanted if k in facts
           and facts[k].get("returncode") == 0]
     return ("--help runs: " + ", ".join(ok)) if ok else "--help does not run", findings

@@ -5,7 +5,7 @@ platform reported as sm_120; what it resolves is the prediction of what the serv
 from __future__ import annotations
 
 from bundle.images.audit.context import AuditContext
-from bundle.images.audit.core import Finding, Level
+from bundle.findings import Finding, Level
 
 # What `bundle audit` shows as predicted, per server (and compares with the attestation after launch).
 PREDICTED = ("attention_backend", "page_size", "moe_runner_backend", "sm120_sparse_mla_backend",
@@ -34,12 +34,12 @@ def server_args(ctx: AuditContext) -> tuple[str, list[Finding]]:
     for cmd in ctx.commands:
         got = facts.get(cmd.name)
         if got is None:
-            findings.append(Finding(Level.FAIL, f"{cmd.name}: not resolved by the probe", "see --debug"))
+            findings.append(Finding(Level.FAIL, f"{cmd.name}: not resolved by the probe", fix="see --debug"))
         elif not got["ok"]:
             findings.append(Finding(Level.FAIL, f"{cmd.name}: SGLang's ServerArgs rejects the command line: "
                                                  f"{got['error']}",
-                                    f"{ctx.config_name}: fix {cmd.key_path}.extra_args or the levers so SGLang "
-                                    f"accepts it"))
+                                    fix=f"{ctx.config_name}: fix {cmd.key_path}.extra_args or the levers so SGLang "
+                                        f"accepts it"))
     resolved = sum(1 for c in ctx.commands if (facts.get(c.name) or {}).get("ok"))
     return (f"{resolved} of {len(ctx.commands)} server command lines resolved by SGLang's ServerArgs "
             f"(model config: {ctx.model_source})"), findings
@@ -70,8 +70,8 @@ def choices(ctx: AuditContext) -> tuple[str, list[Finding]]:
                                              f"speculative {_speculative(p)}"))
         if p["sm120_sparse_mla_backend"] == "torch":
             findings.append(Finding(Level.WARN, f"{name}: sparse-MLA decode takes SGLang's torch path (slowest)",
-                                    "levers.sparse_mla: flashinfer (SGLang's default) or bundle"))
+                                    fix="levers.sparse_mla: flashinfer (SGLang's default) or bundle"))
         if p["disable_cuda_graph"]:
             findings.append(Finding(Level.WARN, f"{name}: CUDA graphs are off (about 10x slower decode)",
-                                    "levers.cuda_graphs: true"))
+                                    fix="levers.cuda_graphs: true"))
     return f"predicted for {len(pred)} server(s)", findings

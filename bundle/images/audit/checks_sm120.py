@@ -8,7 +8,7 @@ from __future__ import annotations
 from bundle.images.audit import kernels, sm120
 from bundle.images.audit.checks_sglang import predicted
 from bundle.images.audit.context import AuditContext
-from bundle.images.audit.core import Finding, Level
+from bundle.findings import Finding, Level
 
 SITE = "/opt/venv/lib/python3.12/site-packages/"
 
@@ -57,11 +57,11 @@ def levers(ctx: AuditContext) -> tuple[str, list[Finding]]:
         if got is None:
             findings.append(Finding(Level.FAIL, f"{server}: {what} needs {lib}, which is not in the image "
                                                  f"(or holds no device code)",
-                                    "rebuild the image from the lock"))
+                                    fix="rebuild the image from the lock"))
         elif not got["runs_on_sm120"]:
             findings.append(Finding(Level.FAIL, f"{server}: {what} needs {lib}, which has no code for sm_120 "
                                                  f"(cubins {', '.join(got['cubins']) or 'none'}, "
                                                  f"PTX {', '.join(got['ptx']) or 'none'})",
-                                    f"{ctx.config_name}: choose another value for {lever}"
-                                    if lever != "the image" else "use a build of this library with sm_120 code"))
+                                    fix=f"{ctx.config_name}: choose another value for {lever}"
+                                        if lever != "the image" else "use a build of this library with sm_120 code"))
     return f"{len(checked)} kernel needs of the chosen paths checked", findings

@@ -1,32 +1,21 @@
 """What an audit check returns, and how a broken one shows (the runner is the one check core,
-bundle/checks.py, which `bundle doctor` shares: a registry of small checks, a fix line per finding)."""
+bundle/checks.py, which `bundle doctor` shares: a registry of small checks, a fix line per finding;
+the findings are the shared ones of bundle/findings.py)."""
 
 from __future__ import annotations
 
-import enum
 import traceback
 from dataclasses import dataclass, field
 
 from bundle.checks import Check, run_guarded
+from bundle.findings import Finding, Level, worst
 
-__all__ = ["Check", "CheckResult", "Finding", "Level", "run_check"]
-
-
-class Level(str, enum.Enum):
-    OK = "OK"
-    INFO = "INFO"  # worth knowing, changes nothing (a module that needs a GPU to import)
-    WARN = "WARN"  # works, but is not what the lock says or is slower than it should be
-    FAIL = "FAIL"  # the image differs from the lock or cannot serve this config on sm_120
+__all__ = ["Check", "CheckResult", "finding_dict", "run_check"]
 
 
-@dataclass
-class Finding:
-    level: Level
-    what: str  # one line naming the thing: the distribution, file, library, command
-    fix: str | None = None  # one line: what to do
-
-    def as_dict(self) -> dict:
-        return {"level": self.level.value, "what": self.what, "fix": self.fix}
+def finding_dict(finding: Finding) -> dict:
+    """A finding as the audit's JSON (and `bundle verify`'s) has always written it."""
+    return {"level": finding.level.value, "what": finding.what, "fix": finding.fix}
 
 
 @dataclass
@@ -39,12 +28,11 @@ class CheckResult:
 
     @property
     def level(self) -> Level:
-        order = [Level.OK, Level.INFO, Level.WARN, Level.FAIL]
-        return max((f.level for f in self.findings), key=order.index, default=Level.OK)
+        return worst(self.findings)
 
     def as_dict(self) -> dict:
         return {"name": self.name, "title": self.title, "level": self.level.value, "summary": self.summary,
-                "findings": [f.as_dict() for f in self.findings], "seconds": round(self.seconds, 3)}
+                "findings": [finding_dict(f) for f in self.findings], "seconds": round(self.seconds, 3)}
 
 
 def run_check(check: Check, ctx) -> CheckResult:
@@ -54,7 +42,7 @@ def run_check(check: Check, ctx) -> CheckResult:
         tb = traceback.extract_tb(exc.__traceback__)[-1]
         return "the check itself failed", [Finding(Level.FAIL, f"{type(exc).__name__}: {exc} "
                                                                 f"(at {tb.filename}:{tb.lineno})",
-                                                   "run with --debug and report it")]
+                                                   fix="run with --debug and report it")]
 
     (summary, findings), seconds = run_guarded(lambda: check.run(ctx), broken)
     return CheckResult(check.name, check.title, list(findings), summary, seconds)

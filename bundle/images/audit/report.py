@@ -8,10 +8,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from bundle.findings import Level
 from bundle.images.audit import Audit
-from bundle.images.audit.core import Level
 
-STYLE = {Level.OK: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.FAIL: "bold red"}
+STYLE = {Level.OK: "green", Level.INFO: "cyan", Level.SKIP: "dim", Level.WARN: "yellow", Level.FAIL: "bold red"}
 
 
 def render_json(audit: Audit) -> str:
