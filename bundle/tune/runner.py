@@ -92,7 +92,7 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, reporter: Reporter) -
     try:
         try:
             launch(LaunchRequest(topology=plan.topology, config=sweep.config, rehearsal=sweep.rehearsal,
-                                 sim=sweep.sim, timeout=sweep.launch_timeout), dep=dep)
+                                 sim=sweep.sim, timeout=sweep.launch_timeout), dep=dep, reporter=reporter)
         finally:
             line["seconds"]["launch"] = round(time.monotonic() - t0, 1)
             try:
