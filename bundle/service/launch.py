@@ -89,7 +89,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     if request.monitoring:
         from bundle.images import prometheus
 
-        prometheus.ensure_image()
+        prometheus.ensure_image(report=plain(reporter))
     record_path = runstate.project_dir(project) / runstate.RECORD_NAME
     collectives_path = runstate.project_dir(project) / COLLECTIVES_NAME
     snapshot = reconciling.Snapshot.of(rendered.written_paths() + [record_path, collectives_path])
