@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     console = report_console()
     # `bundle tune` stays on the simulator: its SIM_SPEED_RULES give each candidate a speed.
     mode = resolve_rehearsal(args, tuning=True)
+    service.require_tunable(mode)  # before the --sim knobs: the mode is the first thing wrong
     request = service.TuneRequest(
         topology=args.topology, config=args.config, space=args.space, objective=args.objective,
         max_tpot_ms=args.max_tpot, max_ttft_ms=args.max_ttft, budget=args.budget,

@@ -71,15 +71,19 @@ class Tuned:
     interrupted: KeyboardInterrupt | None  # the signal that ended the sweep (nothing is left running)
 
 
-def plan_sweep(request: TuneRequest) -> TunePlan:
-    """Every candidate validated and estimated; starts nothing. Raises BundleError (exit 2 or 3) for a
-    mode that cannot rank candidates, a bad config, space or budget."""
-    mode = request.rehearsal
+def require_tunable(mode: Mode | None) -> None:
+    """A rehearsal mode whose speed ranks nothing (the CPU engine's) is refused: a usage error."""
     if mode is not None and not mode.tunable:
         tunable = [m.name for m in rehearsal.MODES.values() if m.tunable]
         raise BundleError(f"bundle tune rehearses on the worker simulator only (its speed rules rank the "
                           f"candidates); the {mode.summary}'s speed says nothing about a GPU host",
                           exit_code=EXIT_USAGE, hint=f"use --rehearsal (or --rehearsal {' or '.join(tunable)})")
+
+
+def plan_sweep(request: TuneRequest) -> TunePlan:
+    """Every candidate validated and estimated; starts nothing. Raises BundleError (exit 2 or 3) for a
+    mode that cannot rank candidates, a bad config, space or budget."""
+    require_tunable(request.rehearsal)
     config_path = find_config(request.config)
     load_config(config_path)  # the user's file on its own: its own errors, with its own lines
     user = read_yaml(config_path) if config_path else None
