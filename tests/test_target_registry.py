@@ -26,7 +26,7 @@ def test_every_target_offers_the_protocol(name):
     if target.rules is not None:
         assert callable(target.rules.check) and callable(target.rules.problems) and target.rules.CHECKED
     if target.launcher is not None:
-        assert list(inspect.signature(target.launcher.launch).parameters) == ["request", "dep"]
+        assert list(inspect.signature(target.launcher.launch).parameters) == ["request", "dep", "reporter"]
         assert target.stack is not None, "what a target launches, the verbs after launch must reach"
         assert isinstance(target.project("sglang-bundle-pd"), str)
 
@@ -67,8 +67,10 @@ def test_the_slurm_launch_renders_through_the_one_pipeline_and_its_problems_stop
     from bundle.service import rehearsal
     from bundle.service.launch import LaunchRequest
     from bundle.stack import engine
+    from tests.recording import RecordingReporter
 
     monkeypatch.setattr(slurm_rules, "problems", lambda output: [f"job.sbatch: planted ({output.topology.name})"])
     monkeypatch.setattr(engine, "require_engine", lambda: pytest.fail("the launch went past its render"))
     with pytest.raises(ConfigError, match=r"job.sbatch: planted \(pd\)"):
-        targets.get("slurm").launcher.launch(LaunchRequest("pd", rehearsal=rehearsal.get("sim"), target="slurm"))
+        targets.get("slurm").launcher.launch(LaunchRequest("pd", rehearsal=rehearsal.get("sim"), target="slurm"),
+                                             reporter=RecordingReporter())

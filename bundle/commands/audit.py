@@ -30,37 +30,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="show INFO findings in the table too")
 
 
-def image_ref(args: argparse.Namespace, dep, lock) -> str:
-    if args.image:
-        return args.image
-    if args.standin:
-        from bundle.images.build import make_plan
-
-        return make_plan(lock, standin=True).layers[-1].extra_tags[0]
-    return dep.image_ref or lock.image_ref
-
-
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from rich.console import Console
 
-    from bundle.commands._common import load
-    from bundle.images.audit import audit
-    from bundle.images.audit.report import render_json, render_table, save
-    from bundle.lock import load_lock
+    from bundle.images.audit.report import render_json, render_table
+    from bundle.service.audit import AuditRequest, run_audit
 
-    dep = load(args)
-    lock = load_lock()
-    image = image_ref(args, dep, lock)
+    request = AuditRequest(config=args.config, image=args.image, standin=args.standin,
+                           only=tuple(args.only) if args.only else None,
+                           skip=tuple(args.skip) if args.skip else None, deep=args.deep, sbom=args.sbom)
     err = Console(stderr=True, highlight=False)
-    result = audit(image, dep, lock, config_name=dep.source.name, only=args.only, skip=args.skip,
-                   deep=args.deep, sbom_out=Path(args.sbom) if args.sbom else None,
-                   on_progress=None if args.json else lambda msg: err.print(msg, markup=False))
-    saved = save(result)
+    audited = run_audit(request, None if args.json else err)
     if args.json:
-        print(render_json(result))
+        print(render_json(audited.audit))
     else:
-        render_table(result, Console(highlight=False), verbose=args.verbose)
-        err.print(f"report: {saved}", markup=False)
-    return result.exit_code
+        render_table(audited.audit, Console(highlight=False), verbose=args.verbose)
+        err.print(f"report: {audited.report}", markup=False)
+    return audited.audit.exit_code

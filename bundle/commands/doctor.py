@@ -33,67 +33,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="never fall back to this host's Python for the NIXL check")
 
 
-def build_context(args: argparse.Namespace):
-    """The checks' view of the deployment: config (or embedded defaults) overridden by the flags."""
-    from bundle import topology as registry
-    from bundle.commands._common import load
-    from bundle.doctor.context import HostContext
-    from bundle.errors import BundleError
-
-    dep = load(args)
-    roles = dep.roles(registry.get(args.topology))
-    image = args.image or dep.image_ref
-    lock_hash, pin = None, None
-    try:
-        from bundle.lock import load_lock
-        from pathlib import Path
-
-        from bundle.images.model import pin_for_folder
-
-        lock = load_lock()
-        # The pin of the checkpoint the folder holds (DeepSeek-V4-Flash or -0731, from its config.json).
-        pin = pin_for_folder(lock, Path(args.model_path or dep.model_path).expanduser())
-        if not image:
-            image, lock_hash = lock.image_ref, lock.hash
-    except BundleError:
-        pass  # a broken lock is `bundle validate`'s to report; NIXL then runs on the host
-    network = dep.network
-    ports = [(network.host_address, network.front_port, f"{args.topology} front door")]
-    ports += [(network.host_address, p, "--port") for p in args.port]
-    if len(roles) > 1:
-        nixl_gpus = (roles[0].gpus[0], roles[1].gpus[0])  # prefill's first GPU -> decode's first GPU
-    else:
-        gpus = roles[0].gpus
-        nixl_gpus = (gpus[0], gpus[1] if len(gpus) > 1 else gpus[0])
-    return HostContext(
-        model_path=args.model_path or dep.model_path,
-        ports=ports,
-        image=image,
-        expected_lock_hash=lock_hash,
-        gpu_groups={role.name: tuple(role.gpus) for role in roles},
-        pcie_safe_collectives=dep.levers.pcie_safe_collectives,
-        nixl_gpus=nixl_gpus,
-        host_python_nixl=not args.no_host_nixl,
-        model_pin=pin,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from bundle.doctor.registry import run_checks
     from bundle.doctor.report import render_json, render_table
+    from bundle.service.doctor import DoctorRequest, check_host
 
-    ctx = build_context(args)
+    request = DoctorRequest(topology=args.topology, config=args.config, model_path=args.model_path,
+                            ports=tuple(args.port), image=args.image, only=_names(args.only),
+                            skip=_names(args.skip), require=_names(args.require), host_nixl=not args.no_host_nixl)
     if args.json:
-        report = run_checks(ctx, only=args.only, skip=args.skip, required=args.require)
+        report = check_host(request, None)
         print(render_json(report))
         return report.exit_code
     console = Console(highlight=False)
-    with console.status("checking ...") as status:
-        def progress(check, result):
-            status.update(f"checked {check.title}: {result.status.value}")
-        report = run_checks(ctx, only=args.only, skip=args.skip, on_result=progress,
-                            required=args.require)
+    report = check_host(request, console)
     render_table(report, console)
     return report.exit_code
+
+
+def _names(names: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(names) if names else None

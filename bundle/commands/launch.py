@@ -9,6 +9,7 @@ import argparse
 from bundle.commands._common import add_config_argument, add_rehearsal_arguments, add_topology_argument, sim_knobs
 from bundle.service import targets
 from bundle.service.launch import LaunchRequest
+from bundle.verify.console import report_console
 
 HELP = "bring a topology up and wait until it truly serves (health, router, one generation); reconciles one that is up"
 
@@ -41,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
     service = targets.get(args.target).launcher
     service.launch(LaunchRequest(topology=args.topology, config=args.config, rehearsal=args.rehearsal, sim=knobs,
                          timeout=args.timeout, monitoring=args.monitoring, keep_on_failure=args.keep_on_failure,
-                         target=args.target, no_recreate=args.no_recreate))
+                         target=args.target, no_recreate=args.no_recreate), reporter=report_console())
     return 0

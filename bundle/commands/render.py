@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import yaml
 
@@ -14,7 +13,7 @@ from bundle.commands._common import add_config_argument, add_rehearsal_argument,
 from bundle.errors import EXIT_USAGE, BundleError
 from bundle.service import rehearsal, targets
 from bundle.service.prepare import prepare
-from bundle.service.render import render_target
+from bundle.service.render import render_target, resolve_compose, write_folder
 
 HELP = ("write runs/<project>/bundle.env and print the configuration exactly as docker compose resolves it; "
         f"--target {'|'.join(n for n in targets.NAMES if n != targets.DEFAULT)} writes the topology for "
@@ -52,22 +51,16 @@ def run(args: argparse.Namespace) -> int:
 def _run_compose(args: argparse.Namespace) -> int:
     import json
 
-    from bundle.stack import docker, engine
-
     # The rehearsal's image tag and model folder only: render never builds (launch --rehearsal does).
     prepared = prepare(args.topology, config=args.config, rehearsal=resolve_rehearsal(args))
     for warning in prepared.findings.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    rendered = prepared.rendered
-    rendered.write()
-    engine.require_compose()
-    resolved = docker.stack_of(rendered).config()
+    made = resolve_compose(prepared.rendered)
     if args.format == "json":
-        print(json.dumps(resolved, indent=2))
+        print(json.dumps(made.resolved, indent=2))
     else:
-        print(yaml.safe_dump(resolved, sort_keys=False, width=120), end="")
-    print(f"# env file: {rendered.env_file}\n# run it:   {rendered.compose_command()} up -d",
-          file=sys.stderr)
+        print(yaml.safe_dump(made.resolved, sort_keys=False, width=120), end="")
+    print(f"# env file: {made.env_file}\n# run it:   {made.command} up -d", file=sys.stderr)
     return 0
 
 
@@ -80,18 +73,11 @@ def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
     # the rehearsal's variant from the rehearsal's compose render.
     mode = resolve_rehearsal(args) if target.rehearsal else None
     made = render_target(target.renderer, target.rules, args.topology, config=args.config, rehearsal=mode)
-    output, checked = made.output, made.checked
     for warning in made.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    written = output.write(Path(args.output))
-    if args.kubectl_dry_run:
-        from bundle.rules import manifests
-
-        ok, text = manifests.kubectl_dry_run(Path(args.output))
-        if ok is False:
-            raise BundleError(f"kubectl apply --dry-run=client refused {args.output}:\n{text}")
-        checked += f"; kubectl: {text}"
-    for path in written:
+    folder = write_folder(made, args.output, kubectl_dry_run=args.kubectl_dry_run)
+    for path in folder.written:
         print(path)
-    print(f"# {len(written)} {output.summary()}; {checked}\n# {output.how_to_run(args.output)}", file=sys.stderr)
+    print(f"# {len(folder.written)} {made.output.summary()}; {folder.checked}\n"
+          f"# {made.output.how_to_run(args.output)}", file=sys.stderr)
     return 0

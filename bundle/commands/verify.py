@@ -21,28 +21,23 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from bundle import paths
     from bundle.commands._target import one_running
     from bundle.findings import Level
-    from bundle.lock import load_lock
-    from bundle.images.verify import verify_container
+    from bundle.service.verify import verify
 
     target = one_running(args, verb="verify")
-    lock = load_lock()
-    reports = [verify_container(name, lock, paths.project_root()) for name in target.containers]
-    failed = any(v.level is Level.FAIL for v in reports)
+    verified = verify(target.project, target.containers)
     if args.json:
-        print(json.dumps({"project": target.project, "lock_hash": lock.hash, "status": "FAIL" if failed else "OK",
-                          "containers": [v.as_dict() for v in reports]}, indent=2))
-        return 1 if failed else 0
+        print(json.dumps(verified.as_dict(), indent=2))
+        return 1 if verified.failed else 0
     console = Console(highlight=False)
-    table = Table(title=f"bundle verify {target.project} (lock {lock.hash})")
+    table = Table(title=f"bundle verify {target.project} (lock {verified.lock_hash})")
     for col in ("container", "status", "what was found"):
         table.add_column(col, overflow="fold")
-    for v in reports:
+    for v in verified.reports:
         shown = [f for f in v.findings if f.level != Level.OK]
         table.add_row(v.container, v.level.value, shown[0].what if shown else f"{v.image}: as the lock says")
         for f in shown[1:8]:
             table.add_row("", f.level.value, f.what)
     console.print(table)
-    return 1 if failed else 0
+    return 1 if verified.failed else 0

@@ -5,6 +5,7 @@ Prometheus (Debian's own package) is built on it."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.image_tags import DEBIAN_ROOT
@@ -12,15 +13,16 @@ from bundle.paths import docker_dir
 
 
 
-def ensure_debian_root() -> str:
-    """The Debian root's tag, made first (debootstrap, about a minute) when this engine lacks it."""
+def ensure_debian_root(*, report: Callable[[str], None]) -> str:
+    """The Debian root's tag, made first (debootstrap, about a minute) when this engine lacks it; `report`
+    takes the line that says so."""
     # Imported here: reading a tag (bundle validate, render) must not load the Docker client.
     from bundle.stack import engine
 
     if engine.image_exists(DEBIAN_ROOT):
         return DEBIAN_ROOT
     script = docker_dir() / "debian-root.sh"
-    print(f"making the base image {DEBIAN_ROOT} with {script.name} (debootstrap, about a minute) ...", flush=True)
+    report(f"making the base image {DEBIAN_ROOT} with {script.name} (debootstrap, about a minute) ...")
     result = subprocess.run([str(script), DEBIAN_ROOT], capture_output=True, text=True)
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()[-3:]

@@ -22,7 +22,7 @@ def ensure_image(*, report=print) -> str:
     tag = prometheus_tag()
     if engine.image_exists(tag):
         return tag
-    ensure_debian_root()
+    ensure_debian_root(report=report)
     derived.build_unless_present(derived.Build(
         tag=tag, what="monitoring", dockerfile=prometheus_dockerfile(), context=docker_dir(),
         build_args={"BASE_IMAGE": DEBIAN_ROOT, "PROMETHEUS_VERSION": prometheus_version()}, label="prometheus"),

@@ -1,17 +1,86 @@
-"""bench_serving against a launched topology, as `bundle bench` and `bundle tune` run it: the plan's
-levels (or a soak) through the front door, stopped early when the stack goes away."""
+"""`bundle bench` as a service, and the benchmark `bundle tune` runs: bench_serving against a launched
+topology, the plan's levels (or a soak) through the front door, stopped early when the stack goes away.
+
+BenchRequest in (the verb's flags as typed values), Benched or Soaked out: the run's record, its folder,
+what it compares with; progress goes to the Reporter the verb passes in. The verb prints the tables and
+maps the outcome to its exit code; gate() is the regression gate, run after the tables are shown."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from bundle.config.model import Deployment
-from bundle.errors import BundleError
+from bundle.durations import parse_duration
+from bundle.errors import EXIT_FAILED, EXIT_USAGE, BundleError
 from bundle.stack import runstate
 from bundle.stack.frontdoor import front_door
 from bundle.topology import Topology
-from bundle.verify import bench
+from bundle.verify import bench, comparable, runstore
+from bundle.verify.console import Reporter
+from bundle.verify.plot import plot_bench
 from bundle.service.targets import stack_of
+
+# A log gets a progress line at most this often (a terminal shows it live in the status line).
+PROGRESS_EVERY_S = 15.0
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """What `bundle bench` was asked for; None: the config's bench section."""
+
+    concurrency: tuple[int, ...] | None = None  # each level its own run; a soak takes one
+    input_len: int | None = None
+    output_len: int | None = None
+    prompts_per_concurrency: int | None = None
+    level_timeout: str | None = None  # a duration
+    range_ratio: float | None = None
+    label: str | None = None  # the run's name in the history, table and plot
+    gate: float | None = None  # percent a metric may get worse than the reference; None: no gate
+    against: str | None = None  # the run id the table and the gate compare with; None: the previous
+    soak: str | None = None  # a duration: one concurrency for this long, in place of the levels
+
+
+@dataclass(frozen=True)
+class Benched:
+    result: dict  # the run's record, as appended to bench.jsonl
+    run_dir: Path
+    history: list[dict]  # bench.jsonl as it was before this run
+    history_path: Path
+    baseline: dict | None  # bench.baseline of the config
+    previous: dict | None  # the run the table compares with (--against's, else the latest like it)
+    compared_as: str  # how the table names it: "run" (named) or "previous run"
+    unlike_previous: dict | None  # the latest run unlike this one, when none is like it
+    plot: Path | None  # None without matplotlib
+
+    @property
+    def bad_levels(self) -> list[dict]:
+        return [lv for lv in self.result["levels"] if lv["status"] != "ok"]
+
+
+@dataclass(frozen=True)
+class Soaked:
+    result: dict
+    run_dir: Path
+    history_path: Path
+
+
+def history_path(project: str) -> Path:
+    return runstate.project_dir(project) / runstore.BENCH_HISTORY
+
+
+def check(request: BenchRequest) -> None:
+    """The request's own errors (usage errors, exit 2), before anything runs."""
+    for value, name in ((request.input_len, "--input-len"), (request.output_len, "--output-len"),
+                        (request.prompts_per_concurrency, "--prompts-per-concurrency")):
+        if value is not None and value < 1:
+            raise BundleError(f"{name} must be at least 1", exit_code=EXIT_USAGE)
+    if request.concurrency and min(request.concurrency) < 1:
+        raise BundleError("--concurrency levels must be at least 1", exit_code=EXIT_USAGE)
+    if request.gate is not None and (request.gate < 0 or request.soak):
+        raise BundleError("--gate takes a percentage >= 0 and gates a benchmark, not a soak", exit_code=EXIT_USAGE)
 
 
 def stack_gone(stack, front_service: str) -> str | None:
@@ -44,3 +113,96 @@ def run_soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord,
     return bench.run_soak(stack, plan, duration_s=duration_s, project=record.project, rehearsal=record.rehearsal,
                           env=record.env, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                           on_round=on_round, stack_gone=lambda: stack_gone(stack, topology.front_service))
+
+
+def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, request: BenchRequest,
+              reporter: Reporter) -> Benched:
+    """`bundle bench`'s levels: each level and its progress reported, the run recorded (a level that
+    fails is in the record: see Benched.bad_levels), its plot drawn. Raises BundleError for a request
+    it cannot run (exit 2), before anything is sent."""
+    check(request)
+    plan = bench.plan(dep, topology, record.env, concurrency=_levels(request.concurrency),
+                      input_len=request.input_len, output_len=request.output_len,
+                      prompts_per_concurrency=request.prompts_per_concurrency,
+                      level_timeout=request.level_timeout, range_ratio=request.range_ratio, label=request.label)
+    path = history_path(record.project)
+    history = runstore.read_jsonl(path)
+    against, compared_as = None, "previous run"
+    if request.against:  # e.g. the defaults' run that `bundle tune` names in bundle.tuned.yaml
+        against, compared_as = bench.gate_reference(history, {"run_id": None}, request.against), "run"
+        if against is None:
+            raise BundleError(f"--against {request.against!r}: no such run in {path} (or it names more "
+                              f"than one)", hint="name a run_id of that file", exit_code=EXIT_USAGE)
+    reporter.print(f"bench {topology.name}: bench_serving in the image against {plan.base_url}; "
+                   f"dataset: {plan.dataset_source}")
+    with reporter.status("starting ...") as status:
+        printed = {"at": 0.0, "line": ""}
+
+        def on_level(level):
+            n = plan.levels.index(level) + 1
+            status.update(f"level {n} of {len(plan.levels)}: C={level.concurrency}: {level.num_prompts} prompts, "
+                          f"limit {level.timeout_s:.0f} s ...")
+            reporter.print(f"level {n} of {len(plan.levels)}: C={level.concurrency}: {level.num_prompts} prompts "
+                           f"({level.input_len} in / {level.output_len} out), limit {level.timeout_s:.0f} s")
+            printed.update(at=time.monotonic(), line="")
+
+        def on_progress(progress):
+            # A terminal shows it live in the status line; a log gets a line when it changed, at
+            # most every PROGRESS_EVERY_S seconds (a long level never looks hung, a log stays short).
+            line = progress.line()
+            if reporter.is_terminal:
+                status.update(line)
+            elif line.split(" (")[0] != printed["line"] and time.monotonic() - printed["at"] >= PROGRESS_EVERY_S:
+                reporter.print(line, markup=False)
+                printed.update(at=time.monotonic(), line=line.split(" (")[0])
+        result, run_dir = run_bench(dep, topology, record, plan, on_level=on_level, on_progress=on_progress)
+    baseline = asdict(dep.bench.baseline) if dep.bench.baseline else None
+    # Only like with like in percent (bundle/verify/comparable.py): the named run is shown even when
+    # it is unlike (its row says why there is no comparison); otherwise the latest run like this one.
+    previous = against or runstore.previous_bench(history, result)
+    unlike_previous = None if previous else comparable.latest_unlike(history, result)
+    plot = plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
+    return Benched(result, run_dir, history, path, baseline, previous, compared_as, unlike_previous, plot)
+
+
+def gate(history: list[dict], result: dict, run_dir: Path, *, percent: float, against: str | None) -> dict:
+    """The gate's verdict (also written to the run's gate.json); no earlier run to compare with is
+    an error, never a silent pass."""
+    reference = bench.gate_reference(history, result, against)
+    if reference is None:
+        wanted = (f"run {against!r} is not in the history (or names more than one)" if against else
+                  "no earlier run of this topology with the same config and image")
+        raise BundleError(f"bench --gate: {wanted}; nothing to gate against (this run is recorded: "
+                          f"{result['run_id']})", hint="run once without --gate to record a reference, or "
+                          "name one with --against RUN", exit_code=EXIT_FAILED)
+    if reason := comparable.unlike(result, reference):
+        raise BundleError(f"bench --gate against run {reference.get('run_id')}: no comparison: {reason} "
+                          f"(this run is recorded: {result['run_id']})",
+                          hint="gate against a run of the same topology, GPU or rehearsal mode, target and "
+                               "lengths (--against RUN), or run once without --gate to record one",
+                          exit_code=EXIT_FAILED)
+    gated = bench.gate(result, reference, percent)
+    runstore.write_json(run_dir / "gate.json", gated)
+    return gated
+
+
+def soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, request: BenchRequest,
+         reporter: Reporter) -> Soaked:
+    """`--soak DURATION`: one concurrency for a fixed time, each round reported; the record says
+    whether it held (result["ok"])."""
+    check(request)
+    duration = parse_duration(request.soak, what="--soak")
+    concurrency = _levels(request.concurrency) or [max(dep.bench.concurrency)]
+    if len(concurrency) != 1:
+        raise BundleError("--soak runs one concurrency: give --concurrency one level", exit_code=EXIT_USAGE)
+    plan = bench.plan(dep, topology, record.env, concurrency=concurrency, input_len=request.input_len,
+                      output_len=request.output_len, prompts_per_concurrency=request.prompts_per_concurrency,
+                      level_timeout=request.soak, range_ratio=request.range_ratio, label=request.label)
+    reporter.print(f"soak {topology.name}: C={concurrency[0]} for {duration:.0f} s against {plan.base_url}")
+    result, run_dir = run_soak(dep, topology, record, plan, duration_s=duration,
+                               on_round=lambda n, left: reporter.print(f"round {n}: {left:.0f} s left"))
+    return Soaked(result, run_dir, history_path(record.project))
+
+
+def _levels(concurrency: tuple[int, ...] | None) -> list[int] | None:
+    return list(concurrency) if concurrency else None

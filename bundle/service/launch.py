@@ -29,6 +29,7 @@ from bundle.stack.frontdoor import front_door
 from bundle.stack.ready import BackgroundUp, NotReady, wait_ready, workers_away
 from bundle.stack.workers import ComposeWorkers
 from bundle.topology import TOOL_SERVICE
+from bundle.verify.console import Reporter, plain
 from bundle.verify.kv_path import ServerErrorWatch
 
 
@@ -45,25 +46,23 @@ class LaunchRequest:
     no_recreate: bool = False  # a reconcile only starts what is stopped or missing (compose's --no-recreate)
 
 
-def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
+def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: Reporter) -> None:
     """`bundle launch` itself. `dep`: a config already loaded (bundle tune: the user's config with one
-    candidate's overrides) in place of request.config's. Raises BundleError (NotReady's message) when
-    the stack does not become ready, after saving its logs and stopping what this launch started."""
+    candidate's overrides) in place of request.config's; `reporter`: where its progress goes. Raises
+    BundleError (NotReady's message) when the stack does not become ready, after saving its logs and
+    stopping what this launch started."""
     from bundle.doctor import port_owners
 
-    from bundle.verify.console import report_console
-
-    console = report_console()
     # 1. Everything that can be checked before touching Docker: a bad config stops here (its schema
     # at load; the rules after the collectives decision, which render needs). The rehearsal image's
     # tag and the engine's model folder are hashes of their inputs: known before anything is built.
     dep = dep or load(request.config)
-    decision = _decide_collectives(dep, request, console)
+    decision = _decide_collectives(dep, request, reporter)
     prepared = prepare(request.topology, dep=dep, require_model=not request.rehearsal, rehearsal=request.rehearsal,
                        sim=request.sim, collectives=decision, monitoring=request.monitoring)
     dep, topology = prepared.dep, prepared.topology
     for warning in prepared.findings.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        reporter.print(f"[yellow]warning:[/] {warning}")
     if not request.rehearsal:
         _check_model_against_lock(dep)
     timeout = parse_duration(request.timeout or dep.lifecycle.launch_timeout, what="--timeout")
@@ -81,8 +80,8 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
                               exit_code=EXIT_ENVIRONMENT)
     rendered = prepared.rendered
     if request.rehearsal:
-        console.print(f"rehearsal ({request.rehearsal.name}): building the image if its inputs changed ...")
-        request.rehearsal.ensure_artifacts(report=lambda line: console.print(line, markup=False))
+        reporter.print(f"rehearsal ({request.rehearsal.name}): building the image if its inputs changed ...")
+        request.rehearsal.ensure_artifacts(report=plain(reporter))
     elif not engine.image_exists(rendered.env["BUNDLE_IMAGE"]):
         raise BundleError(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
                           hint="`make image` to build it, or `bundle pull` to fetch the published one",
@@ -90,7 +89,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     if request.monitoring:
         from bundle.images import prometheus
 
-        prometheus.ensure_image()
+        prometheus.ensure_image(report=plain(reporter))
     record_path = runstate.project_dir(project) / runstate.RECORD_NAME
     collectives_path = runstate.project_dir(project) / COLLECTIVES_NAME
     snapshot = reconciling.Snapshot.of(rendered.written_paths() + [record_path, collectives_path])
@@ -112,7 +111,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     front = front_door(dep, topology)
     what = f"rehearsal: {request.rehearsal.summary}" if request.rehearsal else rendered.env["BUNDLE_IMAGE"]
     verb = "reconciling" if reconcile else "launching"
-    console.print(f"{verb} {topology.name} as compose project [bold]{project}[/] ({what})")
+    reporter.print(f"{verb} {topology.name} as compose project [bold]{project}[/] ({what})")
     # 2. Start. From here on, a failure cleans up what this launch made.
     starting = None
     expected = {s.name for s in topology.active_services(dep.replicas(topology))}
@@ -127,7 +126,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
             running_before = {st.service for st in before if st.state == "running"}
             if previous is not None:
                 for line in _changed_options(previous.env, rendered.env):
-                    console.print(line, markup=False)
+                    reporter.print(line, markup=False)
             # Every service compose would start with these profiles (the monitoring profile's too, when
             # this relaunch adds --monitoring), not only the topology's.
             hashes = stack.config_hashes()
@@ -135,15 +134,15 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
             steps = reconciling.plan(before, hashes, wanted, servers=servers,
                                      no_recreate=request.no_recreate, image_ids=stack.service_image_ids(wanted))
             for step in steps:
-                console.print(f"  {step.line()}", markup=False)
+                reporter.print(f"  {step.line()}", markup=False)
             returning = workers_away(before, topology, expected) | {
                 s.service for s in steps if s.action == reconciling.RECREATE and s.service in servers}
         starting = (BackgroundUp(stack, lambda: reconciling.converge(stack, steps, no_recreate=request.no_recreate))
                     if reconcile else BackgroundUp(stack))
-        with console.status("waiting for readiness...") if console.is_terminal else _nullcontext():
+        with reporter.status("waiting for readiness...") if reporter.is_terminal else _nullcontext():
             ready = wait_ready(stack, topology, front, timeout=timeout, prompt=dep.smoke.checks[0].prompt,
                                expected_services=expected, returning=returning,
-                               report=lambda line: console.print(line, markup=False), starting=starting,
+                               report=plain(reporter), starting=starting,
                                server_errors=_server_error_watch(stack, topology, dep))
     except (NotReady, BundleError, KeyboardInterrupt) as exc:
         _stop_compose_up(starting)
@@ -151,9 +150,9 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
         rolled_back = ""
         if reconcile:
             rolled_back = reconciling.roll_back(stack, snapshot, steps, running_before)
-            console.print(f"{rolled_back}; logs in {saved}", markup=False)
+            reporter.print(f"{rolled_back}; logs in {saved}", markup=False)
         elif not request.keep_on_failure:
-            console.print(f"stopping what this launch started (volumes kept); logs in {saved}")
+            reporter.print(f"stopping what this launch started (volumes kept); logs in {saved}")
             stack.down(volumes=False)
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -162,15 +161,15 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
         raise
     (run_dir / "ready.json").write_text(json.dumps(
         {"seconds": round(ready.seconds, 1), "events": ready.events}, indent=2) + "\n")
-    console.print(f"[green]ready[/] in {ready.seconds:.0f} s")
-    _attest(dep, rendered, run_dir, console)
-    console.print(f"\nendpoint: [bold]{front.url}[/] (model {front.model})")
+    reporter.print(f"[green]ready[/] in {ready.seconds:.0f} s")
+    _attest(dep, rendered, run_dir, reporter)
+    reporter.print(f"\nendpoint: [bold]{front.url}[/] (model {front.model})")
     if request.monitoring:
         host = rendered.env["HOST_ADDRESS"]
-        console.print(f"monitoring: Grafana http://{host}:{rendered.env.get('GRAFANA_HOST_PORT', '3000')}, "
+        reporter.print(f"monitoring: Grafana http://{host}:{rendered.env.get('GRAFANA_HOST_PORT', '3000')}, "
                       f"Prometheus http://{host}:{rendered.env.get('PROMETHEUS_HOST_PORT', '9090')} "
                       f"(alerts: docs/monitoring.md)", markup=False)
-    console.print("try it:\n  " + front.example_request(), markup=False)
+    reporter.print("try it:\n  " + front.example_request(), markup=False)
 
 
 def _server_error_watch(stack, topology, dep) -> ServerErrorWatch:
@@ -209,7 +208,7 @@ def _stop_compose_up(starting: BackgroundUp | None) -> None:
 COLLECTIVES_NAME = "collectives.json"
 
 
-def _decide_collectives(dep, request: LaunchRequest, console):
+def _decide_collectives(dep, request: LaunchRequest, reporter: Reporter):
     """levers.pcie_safe_collectives for this host (bundle.doctor.collectives), shown with its reason.
     A project that is up keeps the decision it was launched with: its servers hold the GPUs, and
     probing them under load would measure nothing useful."""
@@ -236,13 +235,13 @@ def _decide_collectives(dep, request: LaunchRequest, console):
             from bundle.lock import load_lock
 
             image = dep.image_ref or load_lock().image_ref
-            console.print("deciding PCIe-safe collectives for this host (NCCL all-reduce, P2P on and off) ...")
+            reporter.print("deciding PCIe-safe collectives for this host (NCCL all-reduce, P2P on and off) ...")
             decision = collectives.decide_for_host(dep.levers, groups, image=image)
     decision = decision or collectives.decide_for_host(dep.levers, groups, image=None,
                                                          rehearsal=request.rehearsal is not None)
     setting = ("PCIe-safe (NCCL_P2P_DISABLE=1, --disable-custom-all-reduce)" if decision.pcie_safe
                else "P2P and custom all-reduce (SGLang's default)")
-    console.print(f"collectives: {setting}; {decision.source}: {decision.reason}", markup=False)
+    reporter.print(f"collectives: {setting}; {decision.source}: {decision.reason}", markup=False)
     return decision
 
 
@@ -275,13 +274,13 @@ def _check_model_against_lock(dep) -> None:
                                "for this checkpoint")
 
 
-def _attest(dep, rendered, run_dir, console) -> None:
+def _attest(dep, rendered, run_dir, reporter: Reporter) -> None:
     """Record what actually runs (CUDA graphs, backends, TP...): a FAIL here fails the launch."""
     from bundle.verify import attest
 
     result = attest.attest(dep, rendered)
     (run_dir / "attestation.json").write_text(result.to_json() + "\n")
-    attest.print_findings(result, console)
+    attest.print_findings(result, reporter)
     if not result.ok:
         raise BundleError("attestation failed: the servers do not run what the config asked for",
                           hint=f"see {run_dir / 'attestation.json'}; the stack is left running for a look")

@@ -1,17 +1,23 @@
 """One pipeline from bundle.yaml to a render target's checked output, used by `bundle render --target`
 and by the launches that submit what they render (the Slurm launch): the compose render and its rules
 (service.prepare), the target's own rules on the settings only it reads, its render, and its problems()
-on what was rendered (schemas, parsers). Nothing is written: the caller writes the output where it
-goes (a folder, the rehearsal cluster's shared file system)."""
+on what was rendered (schemas, parsers). render_target() writes nothing: the caller writes the output where
+it goes (a folder, the rehearsal cluster's shared file system).
+
+`bundle render` is two steps of this service, its warnings printed between them (before anything is
+written): compose's render written and resolved by compose itself (resolve_compose), or a target's render
+written into a folder and checked further (write_folder)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 from bundle.config.model import Deployment
-from bundle.errors import ConfigError
+from bundle.errors import BundleError, ConfigError
+from bundle.render.compose import Rendered
 from bundle.service.prepare import Prepared, prepare
 from bundle.service.rehearsal import Mode
 
@@ -44,3 +50,41 @@ def render_target(renderer: ModuleType, rules: ModuleType | None, topology: str,
                            f"report it as a bundle bug" for line in problems], source=dep.source.name)
     checked = f"checked: {rules.CHECKED}" if rules is not None else "not checked beyond the compose rules"
     return TargetRender(prepared, output, checked)
+
+
+@dataclass(frozen=True)
+class ComposeResolved:
+    resolved: dict  # compose's own view of the project (`docker compose config`)
+    env_file: Path
+    command: str  # the `docker compose ...` that runs it
+
+
+def resolve_compose(rendered: Rendered) -> ComposeResolved:
+    """Write the env file and ask compose for its resolved configuration (the engine is not needed)."""
+    # Imported here: the Docker client is slow to import, and render --target k8s never needs it.
+    from bundle.stack import docker, engine
+
+    rendered.write()
+    engine.require_compose()
+    return ComposeResolved(docker.stack_of(rendered).config(), rendered.env_file, rendered.compose_command())
+
+
+@dataclass(frozen=True)
+class FolderWritten:
+    written: list[Path]
+    checked: str  # what the output was held to, one line (kubectl's word too, when asked)
+
+
+def write_folder(made: TargetRender, folder: str, *, kubectl_dry_run: bool = False) -> FolderWritten:
+    """A target's render written into `folder` (as the user wrote it: messages name it so); with
+    kubectl_dry_run, also `kubectl apply --dry-run=client` on it (a refusal is a BundleError)."""
+    written = made.output.write(Path(folder))
+    checked = made.checked
+    if kubectl_dry_run:
+        from bundle.rules import manifests
+
+        ok, text = manifests.kubectl_dry_run(Path(folder))
+        if ok is False:
+            raise BundleError(f"kubectl apply --dry-run=client refused {folder}:\n{text}")
+        checked += f"; kubectl: {text}"
+    return FolderWritten(written, checked)

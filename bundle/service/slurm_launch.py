@@ -11,9 +11,10 @@ from bundle.render import slurm as slurm_render
 from bundle.rules import slurm as slurm_rules
 from bundle.service.launch import LaunchRequest
 from bundle.service.render import render_target
+from bundle.verify.console import Reporter, plain
 
 
-def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
+def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: Reporter) -> None:
     """`bundle launch TOPOLOGY --target slurm [--rehearsal [engine|sim]]`: submit the rendered job
     (to the rehearsal cluster, brought up first if it is not) and wait until ready through the front
     door, with the meaning of ready of one box: every server's /health, the router's readiness with
@@ -25,10 +26,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     from bundle.slurm import job as jobs
     from bundle.stack import engine, runstate
     from bundle.stack.frontdoor import front_door
-    from bundle.verify.console import report_console
-
-    console = report_console()
-    say = lambda line: console.print(line, markup=False)  # noqa: E731
+    say = plain(reporter)
     mode = request.rehearsal
     # The one pipeline `bundle render --target slurm` takes: compose's rules, Slurm's, and problems().
     made = render_target(slurm_render, slurm_rules, request.topology, config=request.config, dep=dep,
@@ -36,7 +34,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     job = made.output
     dep, topology, rendered = made.prepared.dep, made.prepared.topology, made.prepared.rendered
     for warning in made.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        reporter.print(f"[yellow]warning:[/] {warning}")
     if not mode:
         raise BundleError("launch --target slurm submits to the rehearsal cluster only (this host cannot reach "
                           "a real one's front door through the driver yet)", exit_code=EXIT_USAGE,
@@ -54,7 +52,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
         raise BundleError(f"{project}: a rehearsal cluster is up already", exit_code=EXIT_USAGE,
                           hint="`bundle down` first (a Slurm job is not reconciled in place)")
     start = time.monotonic()
-    console.print(f"rehearsal ({mode.name}) on Slurm: the node image (built once per hash of its inputs) ...")
+    reporter.print(f"rehearsal ({mode.name}) on Slurm: the node image (built once per hash of its inputs) ...")
     mode.ensure_artifacts(report=say)
     image = node_image.ensure_image(report=say)
     cluster.write(image=image, topology=topology, front_port=dep.network.front_port, front_target_port=job.front_port,
@@ -63,13 +61,13 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     stack = None
     created_volumes = cluster.stack().volumes_to_create()  # read before `up` makes them: down's to remove
     try:
-        console.print(f"starting the cluster {project}: {clusters.CONTROLLER} + {', '.join(clusters.NODES)}")
+        reporter.print(f"starting the cluster {project}: {clusters.CONTROLLER} + {', '.join(clusters.NODES)}")
         cluster.up()
         client = _wait_cluster(cluster, say)
         (cluster.shared_dir / dep.slurm.log_dir).mkdir(parents=True, exist_ok=True)
         (cluster.shared_dir / "job.sbatch").write_text(job.native_script())
         job_id = client.sbatch(job.native_script())
-        console.print(f"submitted job {job_id} ({job.total_nodes} nodes: {', '.join(s.name for s in job.steps)})")
+        reporter.print(f"submitted job {job_id} ({job.total_nodes} nodes: {', '.join(s.name for s in job.steps)})")
         nodes = jobs.wait_allocated(client, job_id, timeout=120, report=say)
         shared_logs = cluster.shared_dir / dep.slurm.log_dir / job_id
         record = jobs.JobRecord(project, job_id, nodes, job.placement(nodes), str(shared_logs), mode.name,
@@ -90,7 +88,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
     except (BundleError, KeyboardInterrupt) as exc:
         saved = _save_logs(cluster, run_dir)
         if not request.keep_on_failure:
-            console.print(f"removing the cluster (logs in {saved})")
+            reporter.print(f"removing the cluster (logs in {saved})")
             (stack or SlurmRehearsalStack(project)).down()
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -98,9 +96,9 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None) -> None:
         raise
     (run_dir / "ready.json").write_text(json.dumps({"seconds": round(seconds, 1), "job": record.job_id,
                                                     "placement": record.placement}, indent=2) + "\n")
-    console.print(f"[green]ready[/] in {seconds:.0f} s: job {record.job_id} on {', '.join(record.nodes)}; "
+    reporter.print(f"[green]ready[/] in {seconds:.0f} s: job {record.job_id} on {', '.join(record.nodes)}; "
                   + "; ".join(f"{role} on {', '.join(n)}" for role, n in record.placement.items()))
-    console.print(f"\nendpoint: [bold]{front.url}[/] (model {front.model}); logs: {record.log_dir}")
+    reporter.print(f"\nendpoint: [bold]{front.url}[/] (model {front.model}); logs: {record.log_dir}")
 
 
 def _wait_cluster(cluster, say, timeout: float = 90):

@@ -19,6 +19,7 @@ from bundle.stack import docker, runstate
 from bundle.tune import results
 from bundle.tune.plan import Plan, Planned
 from bundle.verify import bench
+from bundle.verify.console import Reporter
 from bundle.service.targets import stack_of
 from bundle.service.rehearsal import Mode
 
@@ -58,11 +59,11 @@ def _smoke(dep, topology, record) -> dict:
     return {"ok": smoked.result.ok, "reason": smoked.reasons, "report": str(path)}
 
 
-def _bench(dep, topology, record, label: str, console) -> dict:
+def _bench(dep, topology, record, label: str, reporter: Reporter) -> dict:
     plan = bench.plan(dep, topology, record.env, label=label)
     result, run_dir = run_bench(dep, topology, record, plan,
-                                on_level=lambda lv: console.print(f"  bench C={lv.concurrency}: {lv.num_prompts} "
-                                                                  f"prompts, limit {lv.timeout_s:.0f} s"))
+                                on_level=lambda lv: reporter.print(f"  bench C={lv.concurrency}: {lv.num_prompts} "
+                                                                   f"prompts, limit {lv.timeout_s:.0f} s"))
     levels = [{"concurrency": lv["concurrency"], "status": lv["status"], "reason": lv.get("reason"),
                "metrics": {k: v for k, v in (lv.get("metrics") or {}).items() if k in KEPT_METRICS} or None}
               for lv in result["levels"]]
@@ -72,7 +73,7 @@ def _bench(dep, topology, record, label: str, console) -> dict:
             "reason": "; ".join(f"C={lv['concurrency']} {lv['status']}: {lv['reason']}" for lv in bad)}
 
 
-def run_candidate(item: Planned, plan: Plan, sweep: Sweep, console) -> dict:
+def run_candidate(item: Planned, plan: Plan, sweep: Sweep, reporter: Reporter) -> dict:
     """Launch, attest, smoke, bench and down one candidate; returns its results line (also appended
     to runs/<project>/tune/results.jsonl). KeyboardInterrupt (SIGINT, SIGTERM, SIGHUP) takes the
     stack down and propagates without a line, so a rerun runs the candidate again. The services are
@@ -91,7 +92,7 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, console) -> dict:
     try:
         try:
             launch(LaunchRequest(topology=plan.topology, config=sweep.config, rehearsal=sweep.rehearsal,
-                                 sim=sweep.sim, timeout=sweep.launch_timeout), dep=dep)
+                                 sim=sweep.sim, timeout=sweep.launch_timeout), dep=dep, reporter=reporter)
         finally:
             line["seconds"]["launch"] = round(time.monotonic() - t0, 1)
             try:
@@ -108,14 +109,14 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, console) -> dict:
             raise BundleError(f"smoke failed: {smoked['reason']}")
         phase = "bench"
         t = time.monotonic()
-        benched = _bench(dep, topology, record, f"tune {cand.name}", console)
+        benched = _bench(dep, topology, record, f"tune {cand.name}", reporter)
         line["seconds"]["bench"] = round(time.monotonic() - t, 1)
         line.update(levels=benched["levels"], bench_run_id=benched["run_id"])
         if not benched["ok"]:
             raise BundleError(f"bench: {benched['reason']}", exit_code=EXIT_TIMEOUT if benched["timeout"] else 1)
         line.update(status="ok", phase="done")
     except KeyboardInterrupt:
-        console.print(f"interrupted during {cand.name}'s {phase}: taking its stack down (volumes kept); "
+        reporter.print(f"interrupted during {cand.name}'s {phase}: taking its stack down (volumes kept); "
                       f"a rerun runs it again")
         _down(plan.project, timeout=10)
         raise
@@ -131,7 +132,7 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, console) -> dict:
     return line
 
 
-def run_sweep(plan: Plan, sweep: Sweep, console, *, started: float,
+def run_sweep(plan: Plan, sweep: Sweep, reporter: Reporter, *, started: float,
               on_done: Callable[[dict], None] | None = None) -> list[dict]:
     """Every candidate still to run, in the plan's order; before each one the time spent plus its
     estimate is held to the budget (the estimate follows what this sweep measured)."""
@@ -145,16 +146,16 @@ def run_sweep(plan: Plan, sweep: Sweep, console, *, started: float,
             for rest in todo[index - 1:]:
                 rest.candidate.skip = (f"over budget: {spent / 60:.1f} min spent, about {estimate / 60:.1f} min "
                                        f"more for this candidate, budget {plan.budget_s / 60:.1f} min")
-            console.print(f"budget: stopping before {item.candidate.name} ({todo[index - 1].candidate.skip})")
+            reporter.print(f"budget: stopping before {item.candidate.name} ({todo[index - 1].candidate.skip})")
             break
-        console.print(f"\n[bold]candidate {index}/{len(todo)}: {item.candidate.name}[/] "
+        reporter.print(f"\n[bold]candidate {index}/{len(todo)}: {item.candidate.name}[/] "
                       f"({', '.join(item.candidate.changes) or 'the config as it is'})")
-        line = run_candidate(item, plan, sweep, console)
+        line = run_candidate(item, plan, sweep, reporter)
         lines.append(line)
         if line.get("seconds", {}).get("total"):
             measured.append(line["seconds"]["total"])
         colour = "green" if line["status"] == "ok" else "red"
-        console.print(f"[{colour}]{item.candidate.name}: {line['status']}[/]"
+        reporter.print(f"[{colour}]{item.candidate.name}: {line['status']}[/]"
                       + (f" in {line['phase']}: {line['reason']}" if line["status"] != "ok" else "")
                       + f" ({line['seconds'].get('total', 0):.0f} s)", markup=True)
         if on_done:
