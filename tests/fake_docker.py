@@ -67,7 +67,10 @@ class FakeEngine:
         compose = SimpleNamespace(ps=engine._ps, up=engine._up, down=engine._down, execute=engine._execute)
         container = SimpleNamespace(logs=engine._logs, list=engine._list, remove=lambda *a, **k: None)
         system = SimpleNamespace(events=engine._events, info=lambda: SimpleNamespace(server_version="fake"))
-        return SimpleNamespace(compose=compose, container=container, system=system)
+        # The CLI calls python-on-whales has no method for (`docker top`) run this command: a docker that
+        # knows no such container, as a real engine answers for these made-up names.
+        config = SimpleNamespace(docker_cmd=["sh", "-c", "echo 'Error: No such container' >&2; exit 1", "docker"])
+        return SimpleNamespace(compose=compose, container=container, system=system, client_config=config)
 
     def _ps(self, all: bool = False):  # noqa: A002 (python-on-whales' name)
         self.calls.append("ps")
