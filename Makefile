@@ -72,7 +72,7 @@ test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a fail
 	$(PYTEST_TIER) --cov-append -n $(TEST_WORKERS) --dist loadfile \
 	  -m "(docker or network or slow) and not gpu and not cluster and not heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-test-heavy: $(STAMP) ## the tests CI's budget has no room for (a second full image audit, e2e faults, guards, monitoring, tune with dspark): run them deliberately
+test-heavy: $(STAMP) ## the tests CI's budget has no room for (the classic builder's copy of the whole image, 12 min): run them deliberately
 	$(BIN)/python -m pytest -p no:cacheprovider -m "heavy and not gpu" $(PYTEST_ARGS)
 
 launch: $(DRIVER) ## GPU host: check its GPUs (doctor), build the pinned image (reusing every layer built), launch TOPOLOGY, wait until ready

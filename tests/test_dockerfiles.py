@@ -259,8 +259,8 @@ def test_standin_layers_build_for_real_and_an_overlay_change_rebuilds_only_the_l
 @pytest.mark.docker
 @pytest.mark.slow
 # Left out of `make test` (CI's budget), run by `make test-heavy`: the classic builder copies the whole
-# 11 GB image on fuse-overlayfs: 453 s alone in the 2026-12-02 warm run (one worker), 7.5 min that a
-# cold CI run of about 41 min on two workers would add to the worker that draws it.
+# 11 GB image on fuse-overlayfs: 453 s alone in the 2026-12-02 warm run, 708 s beside the other heavy
+# tests on 2026-12-03: 12 min on one worker of a cold CI run of about 44 min, past its 50-min goal.
 @pytest.mark.heavy
 @pytest.mark.timeout(1500)  # the classic builder copies the whole image on fuse-overlayfs: over 10 min when busy
 def test_without_buildx_the_legacy_builder_builds_the_runtime_layer(standin_project, built_copy, monkeypatch):

@@ -162,9 +162,7 @@ def test_pd_on_the_real_engine_serves_smokes_benches_and_recovers_from_a_sigkill
         _down_leaves_nothing(engine, "pd")
 
 
-# Left out of CI until a figure says the module fits (under about 12 min on a quiet box): two SGLang
-# replicas on CPU, a SIGKILL and a model reload; not measured under the shared flock this round.
-@pytest.mark.heavy
+# 231 s (2026-12-03, on two workers): two SGLang replicas on CPU, a SIGKILL and a model reload.
 @pytest.mark.timeout(LAUNCH_S + BACK_S + SMOKE_AGAIN_S + REST_S)
 def test_dp_on_the_real_engine_serves_from_both_replicas_and_one_survives_the_others_sigkill(engine, capsys):
     dp_project = f"{engine.project}-dp"

@@ -44,9 +44,7 @@ def _decode(status: dict) -> dict:
     return next(c for c in status["containers"] if c["service"] == "decode")
 
 
-# Passes (78 s alone, 2026-12-02). Left out of CI: with the six heavy tests brought in, a cold CI run
-# did not finish within its 90 minutes (2026-12-03); back in once a quiet cold run measures room.
-@pytest.mark.heavy
+# 74 s (2026-12-03, beside the other formerly heavy tests on two workers).
 def test_decode_killed_mid_benchmark_is_reported_restarted_and_accounted_for(tmp_path, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
                                     f"bench:\n  level_timeout: 6m\n")

@@ -43,7 +43,7 @@ def _latest(project: str, pattern: str) -> dict:
     return json.loads(sorted(runstate.project_dir(project).glob(pattern))[-1].read_text())
 
 
-@pytest.mark.heavy  # passes (210 s alone, 2026-12-02; the soak now counts from its first request); no room in CI's budget
+# 177 s (2026-12-03, on two workers; 210 s alone 2026-12-02).
 def test_guards_on_a_running_rehearsal(tmp_path, runs_dir, capsys):
     project = f"e2e-guards-{uuid.uuid4().hex[:6]}"
     cfg = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {_free_port()}\n")

@@ -53,7 +53,7 @@ def _firing(prometheus: str) -> set[tuple[str, str]]:
             for a in _api(prometheus, "alerts")["alerts"] if a["state"] == "firing"}
 
 
-@pytest.mark.heavy  # passes (117 s alone, 2026-12-02: alert 14.2 s after the pause, budget 14 s + the poll); no room in CI's budget
+# 137 s (2026-12-03, on two workers; 117 s alone 2026-12-02: alert 14.2 s after the pause, budget 14 s + the poll).
 @pytest.mark.timeout(600)
 def test_prometheus_scrapes_everything_and_a_paused_decode_fires_and_clears_its_alert(
         tmp_path, runs_dir, monkeypatch, capsys):

@@ -30,7 +30,7 @@ def project(runs_dir):
         yield name
 
 
-@pytest.mark.heavy  # passes (109 s alone, 2026-12-02, dspark 156 against 66 tok/s SIMULATED); no room in CI's budget
+# 90 s (2026-12-03, on two workers; 109 s alone 2026-12-02, dspark 156 against 66 tok/s SIMULATED).
 @pytest.mark.timeout(1200)
 def test_tune_ranks_dspark_for_tp4_and_skips_it_for_pd_with_the_reason(tmp_path, runs_dir, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
