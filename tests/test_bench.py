@@ -104,6 +104,11 @@ class FakeStack:
             lines = [{"ok": True, "error": ""}] * 4 + [{"ok": False, "error": "ConnectionRefusedError"}]
             progress.write_text("".join(json.dumps(x) + "\n" for x in lines))
             return ToolRun(1, "Traceback (most recent call last):\nrequests.exceptions.ConnectionError", False)
+        if outcome == "warmup-aborted":  # the server aborted the warm-up (decode's KV transfer failed)
+            progress = out_dir / Path(env["BUNDLE_BENCH_PROGRESS"]).name
+            progress.write_text(json.dumps({"ok": False, "error": "aborted by the server: Decode handshake "
+                                                                  "failed for request rank=0"}) + "\n")
+            return ToolRun(1, "ValueError: Warmup failed - Please make sure ...", False)
         return ToolRun(1, "Traceback ...\nRuntimeError: Warmup failed - Please make sure ...", False)
 
 
@@ -165,6 +170,15 @@ def test_the_launchers_lines_account_for_every_request():
     counts = bench_serving.tally(observed, num_prompts=6)
     assert counts["metrics"]["completed"] == 3 and counts["failed_requests"] == 1 and counts["unsent"] == 2
     assert counts["error_samples"] == ["HTTP 502: upstream gone"]
+
+
+def test_a_failed_warm_up_names_the_servers_error_and_counts_every_prompt_unsent(tmp_path, runs_dir):
+    record, _, _ = run_plan(tmp_path, load_config(None), {2: "warmup-aborted"}, [2])
+    (level,) = record["levels"]
+    assert level["status"] == "failed" and not record["ok"]
+    assert level["reason"] == ("the warm-up request failed (aborted by the server: Decode handshake failed for "
+                               "request rank=0); none of the 8 requests was sent")
+    assert (level["metrics"]["completed"], level["failed_requests"], level["unsent"]) == (0, 0, 8)
 
 
 def test_a_dataset_too_small_for_the_prompts_fails_before_sending_with_the_fix(tmp_path, runs_dir):

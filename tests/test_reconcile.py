@@ -228,6 +228,41 @@ class _Converging:
         pass
 
 
+def test_a_worker_unhealthy_before_its_recreation_is_judged_on_its_new_container(monkeypatch):
+    # CI, 2026-12-03: prefill (stopped) was recreated first; decode's old container, still to be replaced
+    # and answering 503 while it shut down, was unhealthy meanwhile. That ended the wait as a failure.
+    from bundle.stack import ready
+
+    monkeypatch.setattr(ready, "POLL_SECONDS", 0)
+    monkeypatch.setattr(ready, "front_door_state", lambda front, **kw: (True, "/readiness: HTTP 200"))
+    monkeypatch.setattr(ready, "first_generation", lambda front, prompt: "Paris")
+    polls = [[(PREFILL, "running", "starting"), (DECODE, "running", "unhealthy"), (ROUTER, "running", "healthy")],
+             [(PREFILL, "running", "healthy"), (DECODE, "running", "unhealthy"), (ROUTER, "running", "healthy")],
+             [(PREFILL, "running", "healthy"), (DECODE, "running", "starting"), (ROUTER, "running", "healthy")],
+             [(PREFILL, "running", "healthy"), (DECODE, "running", "healthy"), (ROUTER, "running", "healthy")],
+             [(PREFILL, "running", "healthy"), (DECODE, "running", "healthy"), (ROUTER, "running", "healthy")]]
+    stack = ReconcilingStack(polls)
+    result = ready.wait_ready(stack, PD, SimpleNamespace(url="http://x", redact=str), timeout=60,
+                              prompt="?", expected_services=EXPECTED, report=lambda line: None,
+                              starting=_Converging(stack), returning={PREFILL, DECODE})
+    # Ready on the poll where the converge is done (the 4th), decode healthy on its new container.
+    assert result.generation_text == "Paris" and stack.n == 4
+
+
+def test_a_worker_still_unhealthy_once_the_converge_is_done_fails_the_wait(monkeypatch):
+    from bundle.stack import ready
+    from bundle.stack.ready import NotReady
+
+    monkeypatch.setattr(ready, "POLL_SECONDS", 0)
+    polls = [[(PREFILL, "running", "healthy"), (DECODE, "running", "unhealthy"), (ROUTER, "running", "healthy")]] * 6
+    stack = ReconcilingStack(polls)
+    with pytest.raises(NotReady, match="decode.*turned unhealthy"):
+        ready.wait_ready(stack, PD, SimpleNamespace(url="http://x", redact=str), timeout=60, prompt="?",
+                         expected_services=EXPECTED, report=lambda line: None, starting=_Converging(stack),
+                         returning={PREFILL, DECODE})
+    assert stack.n == 4  # the converge ended on the 4th poll: judged then, not before
+
+
 def test_a_worker_stopped_by_its_own_recreation_is_not_a_failure_and_ready_waits_for_converge(monkeypatch):
     from bundle.stack import ready
 

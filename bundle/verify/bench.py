@@ -219,6 +219,11 @@ def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: 
     elif gone:
         entry.update(status="failed", reason=f"the stack went away during the run ({gone}); "
                                              f"{_counted(entry)}")
+    elif not lines and observed and len(observed) <= bench_serving.WARMUP_REQUESTS and not observed[0].get("ok"):
+        # bench_serving stops when its warm-up request fails: nothing measured was sent.
+        error = observed[0].get("error") or "no error text"
+        entry.update(status="failed", reason=f"the warm-up request failed ({error}); none of the "
+                                             f"{level.num_prompts} requests was sent")
     elif not lines and entry["metrics"]["completed"] == 0 and observed:
         entry.update(status="failed", reason=f"all {level.num_prompts} requests failed: "
                                              f"{'; '.join(entry['error_samples']) or 'no error text'}")

@@ -67,5 +67,7 @@ def test_every_kv_transfer_failing_on_the_engine_is_named_by_launch_within_two_m
     record = json.loads((runs_dir / pd / "bench.jsonl").read_text().splitlines()[-1])
     level = record["levels"][0]
     assert level["metrics"]["completed"] == 0
+    # SGLang's own abort, read from the stream (the warm-up's, when bench_serving stops after it).
+    assert "aborted by the server" in level["reason"], level["reason"]
     assert level["metrics"]["completed"] + level["failed_requests"] + level["unsent"] == level["num_prompts"]
     assert _health(pd, "prefill") == "running/healthy" and _health(pd, "decode") == "running/healthy"
