@@ -17,10 +17,12 @@ if docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 command -v debootstrap >/dev/null || { echo "debootstrap is missing: apt-get install debootstrap" >&2; exit 4; }
 root=$(mktemp -d /tmp/debian-root.XXXXXX)
-trap 'rm -rf "$root"' EXIT
-debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$root.log" 2>&1 \
+trap 'rm -rf "$root" "$root.log"' EXIT
+# Its whole log goes to a file (the last lines are shown if it fails); a condensed copy is the
+# progress of these minutes (docker/debootstrap-progress.awk).
+debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" 2>&1 \
+  | tee "$root.log" | awk -f "$(dirname "$0")/debootstrap-progress.awk" \
   || { tail -20 "$root.log" >&2; exit 1; }
-rm -f "$root.log"
 # Trust the same certificate authorities as this host (a TLS-intercepting proxy, if any).
 if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
   cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"

@@ -53,7 +53,10 @@ pyversion=$("$pysrc/bin/python3.12" -c 'import platform; print(platform.python_v
 
 root=$(mktemp -d /tmp/standin-root.XXXXXX)
 trap 'rm -rf "$root" "$root.log"' EXIT
-debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$root.log" 2>&1 \
+# Its whole log goes to a file (the last lines are shown if it fails); a condensed copy is the
+# progress of these minutes (docker/debootstrap-progress.awk).
+debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" 2>&1 \
+  | tee "$root.log" | awk -f "$(dirname "$0")/debootstrap-progress.awk" \
   || { tail -20 "$root.log" >&2; exit 1; }
 
 # CPython under /usr/local, as the python:3.12 images have it: the interpreter, libpython, the

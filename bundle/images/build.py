@@ -27,6 +27,7 @@ from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, BundleError, did_you_me
 from bundle.images import kernels_jit, legacy
 from bundle.lock import LOCK_HASH_LABEL, Lock
 from bundle.images.reference import local_name
+from bundle.images.root_script import run_root_script
 
 LAYER_LABEL = "io.sglang-bundle.layer"
 LAYER_KEY_LABEL = "io.sglang-bundle.layer-key"
@@ -310,13 +311,9 @@ def ensure_standin_base(ref: str, lock: Lock, report: Callable[[str], None] = pr
     report(f"making the stand-in base {ref} with {STANDIN_SCRIPT} (debootstrap + CPython 3.12 from "
            f"{standin_python_prefix()}) ...")
     # Minutes on a fresh host (debootstrap downloads and unpacks a Debian root): its lines are the progress.
-    lines: list[str] = []
-    with subprocess.Popen([str(script), ref], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        for line in proc.stdout:
-            lines.append(line.rstrip())
-            report(f"  stand-in base | {lines[-1]}")
-    if proc.returncode != 0:
-        detail = " / ".join(lines[-3:])
+    returncode, tail = run_root_script(script, ref, label="stand-in base", report=report)
+    if returncode != 0:
+        detail = " / ".join(tail)
         raise BundleError(f"{STANDIN_SCRIPT}: the stand-in base {ref} could not be made: {detail}",
                           exit_code=EXIT_ENVIRONMENT,
                           hint=f"run `sudo {STANDIN_SCRIPT}` once (needs root, `apt-get install debootstrap "
