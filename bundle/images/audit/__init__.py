@@ -110,7 +110,8 @@ def model_folder(dep: Deployment) -> tuple[Path, str]:
 def audit(image: str, dep: Deployment, lock: Lock, *, config_name: str, only: list[str] | None = None,
           skip: list[str] | None = None, deep: bool = False, sbom_out: Path | None = None,
           on_progress=None) -> Audit:
-    from bundle.images.audit.registry import CHECKS, SECTIONS, run_checks
+    from bundle.images.audit.kernels import choice_libraries
+    from bundle.images.audit.registry import CHECKS, SECTIONS, WHOLE_LIBRARY_SCAN, run_checks
     from bundle.stack import engine
 
     root = paths.project_root()
@@ -133,6 +134,8 @@ def audit(image: str, dep: Deployment, lock: Lock, *, config_name: str, only: li
                "router_module": topologies.ROUTER_MODULE,
                "cuobjdump": f"{TOOLS_DIR}/{tools.CUOBJDUMP}", "tools_path": f"{TOOLS_DIR}/py",
                "sbom_path": f"{OUT_DIR}/sbom.cdx.json"}
+        if not any(n in WHOLE_LIBRARY_SCAN for n in names):
+            inp["library_subset"] = list(choice_libraries())
         (out / "input.json").write_text(json.dumps(inp))
         if on_progress:
             on_progress(f"probing {image} ({', '.join(sections)}) ...")

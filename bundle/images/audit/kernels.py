@@ -36,6 +36,14 @@ ALWAYS: tuple[tuple[str, str], ...] = (
     ("sglang-kernel", COMMON_OPS),
 )
 
+
+
+def choice_libraries() -> tuple[str, ...]:
+    """Every library a choice or every server can need (relative to site-packages): all the levers
+    check reads, whatever the choices turn out to be."""
+    return tuple(sorted({lib for libs in NEEDS.values() for lib in libs} | {lib for _, lib in ALWAYS}))
+
+
 # Which bundle.yaml lever leads to each resolved field (for the finding's fix line).
 LEVER_OF = {
     "moe_runner_backend": "levers.moe_runner",

@@ -9,7 +9,7 @@ child processes, so one that crashes or hangs is a finding, not the end of the p
 
 INPUT.json: {"sections": [...], "lock_names": [...], "commands": {name: {"argv": [...], "env": {}}},
              "router_module": "...", "cuobjdump": PATH, "tools_path": PATH, "deep": bool,
-             "sbom_path": PATH}
+             "sbom_path": PATH, "library_subset": [...] (optional: only these libraries are scanned)}
 """
 
 from __future__ import annotations
@@ -383,10 +383,16 @@ def section_libraries(inp: dict) -> dict:
                 if real not in seen:
                     seen.add(real)
                     files.append(path)
+    subset = inp.get("library_subset")
+    if subset is not None:  # only these (relative to a site folder) and the kernels layer's modules
+        manifest = json.loads(_read(inp.get("kernels_manifest", "/opt/bundle/kernels.json")) or "{}")
+        wanted = {m.get("path") for m in manifest.get("modules", {}).values()}
+        wanted |= {os.path.join(site, rel) for site in roots for rel in subset}
+        files = [p for p in files if p in wanted]
     t = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         listed = list(pool.map(lambda p: _objdump(cuobjdump, p), sorted(files)))
-    return {"scanned": len(files), "seconds": round(time.monotonic() - t, 1),
+    return {"scanned": len(files), "subset": subset is not None, "seconds": round(time.monotonic() - t, 1),
             "libraries": [lib for lib in listed if lib["cubins"] or lib["ptx"]]}
 
 

@@ -30,6 +30,10 @@ SECTIONS = {"lock": ("packages",), "once": ("packages",), "files": ("packages",)
             "server-args": ("serverargs",), "predicted": ("serverargs",), "sm120": ("libraries",),
             "levers": ("libraries", "serverargs"), "toolchain": ("kernels",),
             "kernels": ("kernels", "libraries", "serverargs"), "sbom": ("sbom",)}
+# The checks that read every native library's device code. Without them the probe runs cuobjdump
+# only on the libraries a choice can need (kernels.NEEDS, kernels.ALWAYS) and the kernels layer's
+# modules: the whole scan is most of a minute on 2 cores, the subset seconds.
+WHOLE_LIBRARY_SCAN = ("sm120",)
 
 
 def run_checks(ctx, only: list[str] | None = None, skip: list[str] | None = None) -> list[CheckResult]:
