@@ -41,8 +41,15 @@ def test_build_unless_present(tmp_path, monkeypatch, buildx):
     built: list[dict] = []
     monkeypatch.setattr(engine, "image_exists", lambda tag: tag in present)
     monkeypatch.setattr(engine, "buildx_available", lambda: buildx)
-    monkeypatch.setattr(engine, "build_image", lambda **kw: built.append({"via": "buildx", **kw}))
-    monkeypatch.setattr(engine, "build_image_engine_buildkit", lambda **kw: built.append({"via": "engine", **kw}))
+
+    def fake_build(via):
+        def build(**kw):
+            built.append({"via": via, **kw})
+            kw["progress"]("build repo/x:abc: [step 1/2] RUN pip install (3s elapsed)")
+        return build
+
+    monkeypatch.setattr(engine, "build_image", fake_build("buildx"))
+    monkeypatch.setattr(engine, "build_image_engine_buildkit", fake_build("engine"))
     lines: list[str] = []
     b = derived.Build(tag="repo/x:abc", what="thing", dockerfile=tmp_path / "D", context=tmp_path,
                       build_args={"A": "1"}, label="thing", also_tag=("repo/x:latest",))
@@ -51,7 +58,9 @@ def test_build_unless_present(tmp_path, monkeypatch, buildx):
     assert call["via"] == ("buildx" if buildx else "engine")
     assert call["tags"] == ["repo/x:abc", "repo/x:latest"] and call["build_args"] == {"A": "1"}
     assert call["labels"] == {"io.sglang-bundle.thing-inputs": "abc"}
-    assert lines[0] == "thing: building repo/x:abc ..." and lines[1].startswith("thing: built repo/x:abc in ")
+    # The build's own progress reaches `report` (stderr under `python -m ... image`), between the two lines.
+    assert lines[0] == "thing: building repo/x:abc ..." and "[step 1/2]" in lines[1]
+    assert lines[2].startswith("thing: built repo/x:abc in ")
     present.add("repo/x:abc")
     assert derived.build_unless_present(b, report=lines.append) is False and len(built) == 1
     assert derived.build_unless_present(b, rebuild=True, report=lines.append) is True and len(built) == 2

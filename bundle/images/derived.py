@@ -38,15 +38,17 @@ def build_unless_present(build: Build, *, rebuild: bool = False, report: Callabl
 
     if not rebuild and engine.image_exists(build.tag):
         return False
+    # The build's own progress goes to `report` too: `python -m ... image` sends it to stderr (its
+    # stdout is the tag), where the default, stdout, would turn minutes of building into silence.
     report(f"{build.what}: building {build.tag}{detail} ...")
     start = time.monotonic()
     args = {"context": build.context, "dockerfile": build.dockerfile, "tags": [build.tag, *build.also_tag],
             "build_args": build.build_args,
             "labels": {f"io.sglang-bundle.{build.label}-inputs": build.tag.split(":")[1]} if build.label else {}}
     if engine.buildx_available():
-        engine.build_image(**args, use_buildx=True)
+        engine.build_image(**args, use_buildx=True, progress=report)
     else:
-        engine.build_image_engine_buildkit(**args)
+        engine.build_image_engine_buildkit(**args, progress=report)
     report(f"{build.what}: built {build.tag} in {time.monotonic() - start:.0f} s")
     return True
 
