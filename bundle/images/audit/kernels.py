@@ -37,7 +37,6 @@ ALWAYS: tuple[tuple[str, str], ...] = (
 )
 
 
-
 def choice_libraries() -> tuple[str, ...]:
     """Every library a choice or every server can need (relative to site-packages): all the levers
     check reads, whatever the choices turn out to be."""
