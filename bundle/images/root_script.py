@@ -5,18 +5,21 @@ name the cause when it fails."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Callable
+
+from bundle.streamed import stream
 
 
 def run_root_script(script: Path, tag: str, *, label: str, report: Callable[[str], None]) -> tuple[int, list[str]]:
     """Run `script tag`, reporting each output line as `  label | line`; the exit code and the last
     three lines (stdout and stderr together, in order)."""
     tail: list[str] = []
-    with subprocess.Popen([str(script), tag], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        for raw in proc.stdout:
-            line = raw.rstrip()
-            tail = (tail + [line])[-3:]
-            report(f"  {label} | {line}")
-    return proc.returncode, tail
+
+    def line(text: str) -> None:
+        tail[:] = (tail + [text])[-3:]
+        report(f"  {label} | {text}")
+
+    returncode = stream([str(script), tag], line,
+                        on_quiet=lambda seconds: report(f"  {label} | ... still running, {seconds:.0f} s"))
+    return returncode, tail

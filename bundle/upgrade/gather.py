@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from bundle import paths
+from bundle.streamed import stream
 from bundle.errors import EXIT_FAILED, BundleError
 from bundle.images import audit_record
 from bundle.lock import Lock
@@ -51,36 +51,12 @@ def release_facts(lock: Lock, wheel_dir: Path) -> dict:
             "guards": guards.facts(parser_snapshot.site_folder(host))}
 
 
-HEARTBEAT_S = 30.0
-
-
 def _stream(cmd: list[str], env: dict[str, str], progress: Progress, prefix: str) -> int:
-    """Run `cmd`, passing its output on line by line, and a line with the elapsed time after every
-    HEARTBEAT_S of silence (the framework layer is one `uv pip install` of about 11 GB: minutes without
-    a line of its own)."""
-    import selectors
-
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    assert proc.stdout is not None
-    selector = selectors.DefaultSelector()
-    selector.register(proc.stdout, selectors.EVENT_READ)
-    pending = b""
-    while True:
-        if not selector.select(timeout=HEARTBEAT_S):
-            progress(f"{prefix}... still running, {time.monotonic() - started:.0f} s")
-            continue
-        chunk = os.read(proc.stdout.fileno(), 65536)
-        if not chunk:
-            break
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            progress(f"{prefix}{line.decode(errors='replace').rstrip()}")
-    if pending:
-        progress(f"{prefix}{pending.decode(errors='replace').rstrip()}")
-    selector.close()
-    return proc.wait()
+    """Run `cmd`, passing its output on line by line, with a line of the elapsed time after every 30 s
+    of silence (the framework layer is one `uv pip install` of about 11 GB: minutes without a line of
+    its own)."""
+    return stream(cmd, lambda line: progress(f"{prefix}{line}"), env=env,
+                  on_quiet=lambda seconds: progress(f"{prefix}... still running, {seconds:.0f} s"))
 
 
 def standin_image(lock: Lock) -> str:
