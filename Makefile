@@ -60,15 +60,22 @@ PYTEST_TIER := $(BIN)/python -m pytest -p no:cacheprovider --durations=15 --cov=
 # intervals, restart back-offs, simulated token times): in the 2026-12-02 cold CI run the 2 cores sat
 # 50-70% idle during the simulator e2e tests. Each worker launches its own shared rehearsals.
 TEST_WORKERS ?= 2
-test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure), then the images the Docker tier stands on (progress shown, reused when present), then the slow, Docker and network tier
-	$(PYTEST_TIER) -m "not docker and not network and not slow and not gpu and not cluster" $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	@# --standin: the kernels layer compiles one small module (norm, about a minute) through the same
-	@# path as the GPU image's whole set (1.3 CPU-hours measured, 49 min on 2 cores: `make image` on the GPU host, docs/images.md).
-	@# Built here, not inside a test, so a cold engine's quarter of an hour shows its progress (and no
-	@# two workers build the same image). Without an engine the Docker tests skip (or fail under
+test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure) beside the images the Docker tier stands on (progress shown after it, reused when present), then the slow, Docker and network tier
+	@# The images build in the background while the fast tier runs (it needs none): the chain is
+	@# mostly downloads and layer exports, the fast tier 2 minutes of one core. tests/docker_tier_images.py
+	@# builds them (the kernels layer's --standin set is one small module, norm, about a minute; the GPU
+	@# image's whole set is `make image` on the GPU host, docs/images.md), its own process group so a
+	@# failed fast tier or a Ctrl-C stops it. Without an engine the Docker tests skip (or fail under
 	@# CI=true): nothing to build.
-	@if docker info >/dev/null 2>&1; then \
-	  $(BUNDLE) build --standin && $(BIN)/python -m bundle.images.rehearsal image >/dev/null; fi
+	@mkdir -p .cache; images=; log=.cache/docker-tier-images.log; \
+	if docker info >/dev/null 2>&1; then \
+	  echo "test: the Docker tier's images build in the background beside the fast tier; their lines follow it ($$log)"; \
+	  setsid $(BIN)/python -m tests.docker_tier_images >$$log 2>&1 & images=$$!; \
+	  trap 'kill -- -'$$images' 2>/dev/null' INT TERM; \
+	fi; \
+	$(PYTEST_TIER) -m "not docker and not network and not slow and not gpu and not cluster" $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -ne 0 ] && [ $$rc -ne 5 ]; then [ -z "$$images" ] || kill -- -$$images 2>/dev/null; exit $$rc; fi; \
+	if [ -n "$$images" ]; then tail -n +1 -f --pid=$$images $$log; wait $$images || exit $$?; fi
 	$(PYTEST_TIER) --cov-append -n $(TEST_WORKERS) --dist loadfile \
 	  -m "(docker or network or slow) and not gpu and not cluster and not heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 

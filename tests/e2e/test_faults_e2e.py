@@ -5,8 +5,9 @@ benchmark is accounted for as a success or an error."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-import threading
+import sys
 import time
 import uuid
 
@@ -15,7 +16,7 @@ import pytest
 from bundle.stack import runstate
 from bundle.cli import main
 from bundle.service.targets import stack_of
-from tests.conftest import write_config
+from tests.conftest import REPO, write_config
 from tests.e2e.host_faults import sigkill
 from tests.sim_process import free_port
 
@@ -51,40 +52,42 @@ def test_decode_killed_mid_benchmark_is_reported_restarted_and_accounted_for(tmp
     assert main(["launch", "pd", "--rehearsal", "sim", "-c", str(config), "--sim", "SIM_TPOT_MS=40"]) == 0
     stack = stack_of(runstate.load(f"{project}-pd"))
 
-    outcome: dict = {}
+    # The benchmark runs as its own process, as a user's would: its lines go to its own log, so they
+    # never mix into the `status --json` output read below.
+    log = tmp_path / "bench.log"
+    with log.open("w") as out:
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "bundle", "bench", "pd", "-c", str(config), "--concurrency", "4",
+             "--prompts-per-concurrency", "4", "--output-len", "48", "--input-len", "32", "--range-ratio", "1.0"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ})
+    try:
+        deadline = time.monotonic() + 300  # bench_serving's container takes a while to import on 2 cores
+        while True:
+            # bench_serving sends one warm-up request first (a failure there aborts the whole run):
+            # strike once it and a first wave are done and measured requests are in flight.
+            stats = json.loads(stack.exec("decode", STATS))
+            if (stats["requests_done"] or 0) >= 1 + 4 and stats["running"] >= 2:  # warm-up + a first wave
+                break
+            assert time.monotonic() < deadline, f"the benchmark never got going on decode: {stats}"
+            time.sleep(0.3)
 
-    def bench():
-        outcome["code"] = main(["bench", "pd", "-c", str(config), "--concurrency", "4",
-                                "--prompts-per-concurrency", "4", "--output-len", "48",
-                                "--input-len", "32", "--range-ratio", "1.0"])
+        # Decode's server process SIGKILLed from the host mid-generation (as the OOM killer would).
+        sigkill(f"{project}-pd", "decode")
+        killed = time.monotonic()
+        while True:  # the driver reports it within 30 s
+            decode = _decode(_status(config, capsys))
+            if decode["restarts"] >= 1 or decode["state"] != "running":
+                break
+            assert time.monotonic() - killed < 30, f"status still shows decode as {decode}"
+            time.sleep(1)
+        reported_after = time.monotonic() - killed
+        assert reported_after < 30
 
-    runner = threading.Thread(target=bench, daemon=True)
-    runner.start()
-    deadline = time.monotonic() + 300  # bench_serving's container takes a while to import on 2 cores
-    while True:
-        # bench_serving sends one warm-up request first (a failure there aborts the whole run):
-        # strike once it and a first wave are done and measured requests are in flight.
-        stats = json.loads(stack.exec("decode", STATS))
-        if (stats["requests_done"] or 0) >= 1 + 4 and stats["running"] >= 2:  # warm-up + a first wave
-            break
-        assert time.monotonic() < deadline, f"the benchmark never got going on decode: {stats}"
-        time.sleep(0.3)
-
-    # Decode's server process SIGKILLed from the host mid-generation (as the OOM killer would).
-    sigkill(f"{project}-pd", "decode")
-    killed = time.monotonic()
-    while True:  # the driver reports it within 30 s
-        decode = _decode(_status(config, capsys))
-        if decode["restarts"] >= 1 or decode["state"] != "running":
-            break
-        assert time.monotonic() - killed < 30, f"status still shows decode as {decode}"
-        time.sleep(1)
-    reported_after = time.monotonic() - killed
-    assert reported_after < 30
-
-    runner.join(timeout=600)
-    assert not runner.is_alive()
-    assert outcome["code"] != 0  # the interrupted run says it failed...
+        code = runner.wait(timeout=600)
+    finally:
+        if runner.poll() is None:  # a failed check above leaves no benchmark behind
+            runner.kill()
+    assert code != 0, log.read_text()[-3000:]  # the interrupted run says it failed...
     history = (tmp_path / "runs" / f"{project}-pd" / "bench.jsonl").read_text().splitlines()
     (level,) = json.loads(history[-1])["levels"]
     completed = (level["metrics"] or {}).get("completed", 0)

@@ -19,6 +19,7 @@ import pytest
 
 from bundle.cli import main
 from bundle.errors import EXIT_INTERRUPTED
+from bundle.render.rehearsal import DEFAULT_KNOBS
 from bundle.stack import docker
 from tests.conftest import REPO, compose_project, write_config
 from tests.sim_process import free_port
@@ -105,12 +106,18 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
     ranked = [c["name"] for c in sweep["candidates"]]
     assert ranked == ["fast", "defaults", "broken", "hung"], ranked  # the two fastest on paper never served
     fast, defaults = sweep["candidates"][0], sweep["candidates"][1]
-    # fast is paced at 0.4x the TPOT: 2.5x the defaults' speed at most (a loaded host adds the same
-    # overheads to both and only narrows the gap, so no floor above 1 holds on a busy 2-core box: the
-    # ranking above is the claim). Above the pace would mean another rule applied (bf16's 0.2x: 5x).
+    # The gain is paced at 2.5x (0.4x the TPOT), but the two were measured minutes apart under
+    # whatever else the box ran, so their ratio has no upper bound here (3.5x was seen in CI when the
+    # defaults ran beside an engine test). What load cannot do is make a simulator faster than its
+    # pace: each candidate's own TPOT is at least PACE_FLOOR of the pace its rules give it. That
+    # fails if another rule applied too (bf16's 0.2x would put fast at 0.8 ms).
     gain = fast["score"] / defaults["score"]
     print(f"tune: fast scored {gain:.2f}x the defaults (paced: 2.5x)")
-    assert 1 < gain <= 2.5 / PACE_FLOOR, gain
+    assert gain > 1, gain
+    tpot_ms = float(DEFAULT_KNOBS["SIM_TPOT_MS"])
+    for candidate, pace_ms in ((defaults, tpot_ms), (fast, tpot_ms * 0.4)):
+        (level,) = candidate["levels"]
+        assert level["metrics"]["mean_tpot_ms"] >= PACE_FLOOR * pace_ms, (candidate["name"], level)
     assert "REHEARSAL" in out and "SIMULATED" in out
     assert sorted((runs_dir / f"{project}-tp4").glob("*-tune/tune.png"))
 
