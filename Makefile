@@ -61,16 +61,17 @@ PYTEST_TIER := $(BIN)/python -m pytest -p no:cacheprovider --durations=15 --cov=
 # 50-70% idle during the simulator e2e tests. Each worker launches its own shared rehearsals.
 TEST_WORKERS ?= 2
 test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure) beside the images the Docker tier stands on (progress shown after it, reused when present), then the slow, Docker and network tier
-	@# The images build in the background while the fast tier runs (it needs none): the chain is
-	@# mostly downloads and layer exports, the fast tier 2 minutes of one core. tests/docker_tier_images.py
-	@# builds them (the kernels layer's --standin set is one small module, norm, about a minute; the GPU
-	@# image's whole set is `make image` on the GPU host, docs/images.md), its own process group so a
-	@# failed fast tier or a Ctrl-C stops it. Without an engine the Docker tests skip (or fail under
-	@# CI=true): nothing to build.
+	@# The images build in the background while the fast tier runs (it needs none): one build at a
+	@# time (two at once on 2 cores were slower in all, 2026-12-04: their layer exports through
+	@# fuse-overlayfs fight), beside the fast tier's one core. --standin: the kernels layer compiles one
+	@# small module (norm, about a minute) through the same path as the GPU image's whole set (`make
+	@# image` on the GPU host, docs/images.md). Built here, not inside a test, so no two workers build one
+	@# image; their own process group, so a failed fast tier or a Ctrl-C stops them. Without an engine
+	@# the Docker tests skip (or fail under CI=true): nothing to build.
 	@mkdir -p .cache; images=; log=.cache/docker-tier-images.log; \
 	if docker info >/dev/null 2>&1; then \
 	  echo "test: the Docker tier's images build in the background beside the fast tier; their lines follow it ($$log)"; \
-	  setsid $(BIN)/python -m tests.docker_tier_images >$$log 2>&1 & images=$$!; \
+	  setsid bash -c '$(BUNDLE) build --standin && $(BIN)/python -m bundle.images.rehearsal image' >$$log 2>&1 & images=$$!; \
 	  trap 'kill -- -'$$images' 2>/dev/null' INT TERM; \
 	fi; \
 	$(PYTEST_TIER) -m "not docker and not network and not slow and not gpu and not cluster" $(PYTEST_ARGS); rc=$$?; \

@@ -90,29 +90,47 @@ def test_every_step_that_installs_packages_keeps_its_cache_in_a_cache_mount():
 
 
 def test_for_the_legacy_builder_each_cache_mount_becomes_a_folder_emptied_in_the_same_step():
-    from bundle.images.legacy import without_cache_mounts
+    from bundle.images.legacy import without_mounts
 
     text = ("FROM x\n# RUN --mount=type=cache,target=/c stays a comment\n"
             "RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \\\n"
             "    --mount=type=cache,target=/var/lib/apt/lists \\\n"
             "    apt-get update \\\n && apt-get install -y curl\n"
             "RUN echo no mount\n")
-    assert without_cache_mounts(text) == (
+    assert without_mounts(text) == (
         "FROM x\n# RUN --mount=type=cache,target=/c stays a comment\n"
         "RUN apt-get update \\\n && apt-get install -y curl \\\n"
         " && rm -rf /var/cache/apt /var/lib/apt/lists && mkdir -p /var/cache/apt /var/lib/apt/lists\n"
         "RUN echo no mount\n")
     for path in LAYER_FILES:
-        assert "--mount" not in without_cache_mounts(path.read_text()), path.name
+        assert "--mount" not in without_mounts(path.read_text()), path.name
+
+
+def test_for_the_legacy_builder_each_bind_mount_becomes_a_copy_before_the_step_removed_at_its_end():
+    from bundle.images.legacy import without_mounts
+
+    text = ("FROM x\n"
+            "RUN --mount=type=cache,target=/root/.cache/uv \\\n"
+            "    --mount=type=bind,source=docker/req.txt,target=/tmp/ctx/req.txt \\\n"
+            "    --mount=target=/tmp/all \\\n"
+            "    install /tmp/ctx/req.txt /opt/req.txt\n")
+    assert without_mounts(text) == (
+        "FROM x\n"
+        "COPY docker/req.txt /tmp/ctx/req.txt\n"
+        "COPY . /tmp/all\n"
+        "RUN install /tmp/ctx/req.txt /opt/req.txt \\\n"
+        " && rm -rf /tmp/ctx/req.txt /tmp/all && rm -rf /root/.cache/uv && mkdir -p /root/.cache/uv\n")
 
 
 def test_a_mount_the_legacy_builder_cannot_emulate_is_refused_naming_the_file():
     from bundle.errors import BundleError
-    from bundle.images.legacy import without_cache_mounts
+    from bundle.images.legacy import without_mounts
 
     with pytest.raises(BundleError) as caught:
-        without_cache_mounts("FROM x\nRUN --mount=type=secret,id=key cat /run/secrets/key\n", where="x.Dockerfile")
+        without_mounts("FROM x\nRUN --mount=type=secret,id=key cat /run/secrets/key\n", where="x.Dockerfile")
     assert caught.value.message.startswith("x.Dockerfile: `--mount=type=secret,id=key` cannot be built without")
+    with pytest.raises(BundleError, match="from=build"):  # a bind from another stage: no COPY can stand in
+        without_mounts("FROM x\nRUN --mount=type=bind,from=build,source=/a,target=/b ls /b\n")
 
 
 def test_every_argument_a_layer_declares_comes_from_the_plan():
