@@ -61,17 +61,18 @@ PYTEST_TIER := $(BIN)/python -m pytest -p no:cacheprovider --durations=15 --cov=
 # 50-70% idle during the simulator e2e tests. Each worker launches its own shared rehearsals.
 TEST_WORKERS ?= 2
 test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure) beside the images the Docker tier stands on (progress shown after it, reused when present), then the slow, Docker and network tier
-	@# The images build in the background while the fast tier runs (it needs none): one build at a
-	@# time (two at once on 2 cores were slower in all, 2026-12-04: their layer exports through
-	@# fuse-overlayfs fight), beside the fast tier's one core. --standin: the kernels layer compiles one
-	@# small module (norm, about a minute) through the same path as the GPU image's whole set (`make
-	@# image` on the GPU host, docs/images.md). Built here, not inside a test, so no two workers build one
-	@# image; their own process group, so a failed fast tier or a Ctrl-C stops them. Without an engine
-	@# the Docker tests skip (or fail under CI=true): nothing to build.
+	@# The rehearsal image (and the stand-in chain through pd, under it) builds in the background while
+	@# the fast tier runs (it needs none), one build at a time: two at once on 2 cores were slower in
+	@# all (2026-12-04: their layer exports through fuse-overlayfs fight). The chain's layers above pd
+	@# (kernels: one small module, norm, through the same path as the GPU image's whole set; overlay;
+	@# runtime) are built by the first Docker-tier test that needs them (tests/conftest.py
+	@# standin_chain), beside the other worker's rehearsals. The builds run in their own process group,
+	@# so a failed fast tier or a Ctrl-C stops them. Without an engine the Docker tests skip (or fail
+	@# under CI=true): nothing to build.
 	@mkdir -p .cache; images=; log=.cache/docker-tier-images.log; \
 	if docker info >/dev/null 2>&1; then \
-	  echo "test: the Docker tier's images build in the background beside the fast tier; their lines follow it ($$log)"; \
-	  setsid bash -c '$(BUNDLE) build --standin && $(BIN)/python -m bundle.images.rehearsal image' >$$log 2>&1 & images=$$!; \
+	  echo "test: the rehearsal image builds in the background beside the fast tier; its lines follow it ($$log)"; \
+	  setsid $(BIN)/python -m bundle.images.rehearsal image >$$log 2>&1 & images=$$!; \
 	  trap 'kill -- -'$$images' 2>/dev/null' INT TERM; \
 	fi; \
 	$(PYTEST_TIER) -m "not docker and not network and not slow and not gpu and not cluster" $(PYTEST_ARGS); rc=$$?; \
