@@ -189,14 +189,18 @@ def test_info_endpoints_echo_the_launch(server):
 def test_loads_report_the_running_requests_as_sglang_does_and_loads_is_not_served(server):
     # smg polls /loads, then SGLang 0.5.23's /v1/loads, for its load-aware routing.
     assert requests.get(server + "/loads", timeout=10).status_code == 404
-    # 400 tokens at 5 ms: two seconds running.
-    body = {"text": "x", "sampling_params": {"max_new_tokens": 400, "ignore_eos": True}, "stream": True}
+    # 12000 tokens at 5 ms: a minute running, unless the closed stream ends it (so only that can pass
+    # the poll below, even on a loaded box: with 400 tokens, 2 s, a build beside the fast tier once
+    # slowed the generation past the poll's 5 s on 2026-12-04, and a working abort could not be told
+    # from the end of the generation).
+    body = {"text": "x", "sampling_params": {"max_new_tokens": 12000, "ignore_eos": True}, "stream": True}
     with requests.post(server + "/generate", json=body, stream=True, timeout=30) as r:
         lines = r.iter_lines()  # held: a dropped iterator closes the stream, which ends the request
         next(line for line in lines if line.startswith(b"data: {"))
         during = requests.get(server + "/v1/loads", timeout=10).json()
-    # The server learns of the closed stream at its next write (every 5 ms here): poll, briefly.
-    deadline = time.monotonic() + 5
+    # The server learns of the closed stream at its next write (every 5 ms here): poll, well inside
+    # the minute the generation would take.
+    deadline = time.monotonic() + 20
     while True:
         after = requests.get(server + "/v1/loads", timeout=10).json()
         if after["loads"][0]["num_running_reqs"] == 0 or time.monotonic() > deadline:
