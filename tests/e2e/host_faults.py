@@ -28,3 +28,12 @@ def sigkill(project: str, service: str) -> int:
     pid = host_pid(project, service)
     os.kill(pid, signal.SIGKILL)
     return pid
+
+
+def interruptible() -> None:
+    """`preexec_fn` for a driver process a test will interrupt: SIGINT back to its default in the
+    child, so Python installs its KeyboardInterrupt handler. A test run started as a background job of
+    a non-interactive shell has SIGINT ignored (POSIX), every child inherits that, and Python keeps an
+    ignored SIGINT ignored: the Ctrl-C a user gives a foreground `bundle` would never arrive (seen on
+    2026-12-04, a cold run started with `(... &)`: both SIGINT tests failed, the driver ran on)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -28,6 +28,7 @@ import pytest
 from bundle.cli import main
 from bundle.stack import docker, runstate
 from tests.conftest import compose_project, write_config
+from tests.e2e.host_faults import interruptible
 from tests.sim_process import free_port
 
 pytestmark = pytest.mark.docker
@@ -143,7 +144,7 @@ def test_sigint_while_a_reconcile_waits_leaves_every_service_running_on_its_old_
     # Workers that take 60 s to "load": the reconcile is still waiting when SIGINT comes.
     proc = subprocess.Popen([sys.executable, "-m", "bundle", "launch", "pd", "--rehearsal", "sim", "-c", str(config),
                              "--sim", "SIM_LOAD_SECONDS=60"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=interruptible)
     seen = []
     for line in proc.stdout:
         seen.append(line)

@@ -14,6 +14,7 @@ import pytest
 
 from bundle.stack import docker
 from tests.conftest import write_config
+from tests.e2e.host_faults import interruptible
 from tests.sim_process import free_port
 
 # Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
@@ -29,7 +30,7 @@ def test_a_signal_during_launch_cleans_up_and_leaves_nothing_running(tmp_path, r
         # Slow "weights" keep the launch waiting; the signal goes to the driver's process only.
         proc = subprocess.Popen([sys.executable, "-m", "bundle", "launch", "pd", "--rehearsal", "sim", "-c", str(config),
                                  "--sim", "SIM_LOAD_SECONDS=300"], env=dict(os.environ), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=interruptible)
         deadline = time.monotonic() + 600  # the first launch may build the rehearsal image
         while len(docker.project_containers(f"{name}-pd")) < 2:
             assert proc.poll() is None, proc.stdout.read()

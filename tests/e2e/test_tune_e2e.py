@@ -22,6 +22,7 @@ from bundle.errors import EXIT_INTERRUPTED
 from bundle.render.rehearsal import DEFAULT_KNOBS
 from bundle.stack import docker
 from tests.conftest import REPO, compose_project, write_config
+from tests.e2e.host_faults import interruptible
 from tests.sim_process import free_port
 from tests.rehearsal_stack import PACE_FLOOR
 
@@ -72,7 +73,8 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
     log = tmp_path / "first.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "bundle", *command], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=REPO, env={**os.environ, "BUNDLE_RUNS_DIR": str(runs_dir)})
+                                cwd=REPO, env={**os.environ, "BUNDLE_RUNS_DIR": str(runs_dir)},
+                                preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 480
         while time.monotonic() < deadline and not _lines(runs_dir, project) and proc.poll() is None:
