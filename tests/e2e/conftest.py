@@ -71,11 +71,10 @@ def rehearsal_image(tmp_path_factory) -> str:
     """The simulator rehearsal image, built once when its inputs changed (minutes), else instant; the
     first test that asks for it gets the build's time (tests/conftest.py, BUILD_TIMEOUTS_S)."""
     from bundle.images import rehearsal as rehearsal_image
-
     from bundle.stack import engine
 
     tag = rehearsal_image.image_tag()
-    if engine.image_exists(tag):  # `make test` built it: no wait on the chain's lock while a test builds above pd
+    if engine.image_exists(tag):  # built by `make test`: no wait for the chain's lock, which a build may hold
         return tag
     with one_build_at_a_time(tmp_path_factory, "standin-chain"):  # the chain's lock: it builds the chain's lower layers
         return rehearsal_image.ensure_image()
