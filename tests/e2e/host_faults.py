@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 
 
 def host_pid(project: str, service: str) -> int:
@@ -28,6 +29,25 @@ def sigkill(project: str, service: str) -> int:
     pid = host_pid(project, service)
     os.kill(pid, signal.SIGKILL)
     return pid
+
+
+def freeze(container: str, attempts: int = 20) -> None:
+    """`docker pause` `container` (cgroup freezer: every process stopped, its sockets left open: a hang,
+    not an exit). The v1 freezer gives up when a process will not stop at once, which happens to one in
+    uninterruptible I/O on fuse-overlayfs; CI's cold-run 2026-12-04 lost a test so (`docker pause`
+    exit 1 with decode running and scraped up a second before). A refusal is retried, 0.5 s apart;
+    the last refusal's own words fail the test."""
+    for _ in range(attempts):
+        done = subprocess.run(["docker", "pause", container], capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"docker pause {container} refused {attempts} times: {done.stderr.strip()}")
+
+
+def thaw(container: str) -> None:
+    """`docker unpause`, quietly: called in a `finally`, where the container may already be gone."""
+    subprocess.run(["docker", "unpause", container], capture_output=True)
 
 
 def interruptible() -> None:

@@ -6,7 +6,6 @@ the alert clears once it is unpaused. One stack for all of it (the rehearsal's 2
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 
@@ -20,6 +19,7 @@ from bundle.monitoring.rules import Thresholds
 from bundle.render import rehearsal as rehearsal_env
 from bundle.durations import parse_duration
 from tests.conftest import compose_project, write_config
+from tests.e2e.host_faults import freeze, thaw
 from tests.sim_process import free_port
 
 pytestmark = pytest.mark.docker
@@ -93,13 +93,13 @@ def test_prometheus_scrapes_everything_and_a_paused_decode_fires_and_clears_its_
 
         # Freeze decode: its processes stop, its sockets stay open (a hang, not an exit).
         decode = f"{name}-pd-decode-1"
-        subprocess.run(["docker", "pause", decode], check=True, capture_output=True)
+        freeze(decode)
         paused_at = time.monotonic()
         try:
             fired = _wait("a worker-down alert", lambda: {a for a in _firing(prometheus) if a[0] in WORKER_DOWN}, 90)
             took = time.monotonic() - paused_at
         finally:
-            subprocess.run(["docker", "unpause", decode], capture_output=True)
+            thaw(decode)
         unpaused_at = time.monotonic()
         rehearsal = Thresholds.of(_monitoring_defaults(), rehearsal=True)
         # What the issue asks and Prometheus' worst case with the rendered config (bundle/monitoring/

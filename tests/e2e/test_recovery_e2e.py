@@ -20,6 +20,7 @@ import requests
 from bundle.cli import main
 from bundle.stack import docker
 from tests.conftest import compose_project, write_config
+from tests.e2e.host_faults import freeze, thaw
 from tests.sim_process import free_port
 
 # Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
@@ -79,7 +80,7 @@ def test_stopped_services_come_back_with_launch_and_a_frozen_decode_fails_fast(t
 
     # Decode frozen (every process of it stopped): requests fail within the request timeout, and
     # status flags it while the front door is not serving.
-    subprocess.run(["docker", "pause", _container(pd_project, "decode")], check=True, capture_output=True)
+    freeze(_container(pd_project, "decode"))
     try:
         started = time.monotonic()
         reply = _chat(front, timeout=REQUEST_TIMEOUT * 4)
@@ -93,7 +94,7 @@ def test_stopped_services_come_back_with_launch_and_a_frozen_decode_fails_fast(t
         assert decode["problem"] and "paused" in decode["problem"]
         assert status["front_door"]["serving"] is False
     finally:
-        subprocess.run(["docker", "unpause", _container(pd_project, "decode")], capture_output=True)
+        thaw(_container(pd_project, "decode"))
 
     # Down with no topology and no config: the launch records say which project is up.
     capsys.readouterr()
