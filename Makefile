@@ -55,13 +55,16 @@ $(STAMP): $(DRIVER) requirements/dev.txt requirements/sglang-nodeps.txt docker/h
 # a test whose dependency is missing (a module of this install, a tool, the engine, the index) fails,
 # naming it, instead of skipping (tests/conftest.py).
 PYTEST_TIER := $(BIN)/python -m pytest -p no:cacheprovider --durations=15 --cov=bundle --cov-report=term:skip-covered
-# The second tier runs its test modules on TEST_WORKERS processes (pytest-xdist; a module stays on one
-# worker, with its module fixtures). Most of its time is waiting (containers starting, health
-# intervals, restart back-offs, simulated token times): in the 2026-12-02 cold CI run the 2 cores sat
-# 50-70% idle during the simulator e2e tests. Each worker launches its own shared rehearsals.
+# The fast tier runs on TEST_WORKERS processes too: on one it is CPU-bound and leaves a core idle
+# (2026-12-04: 270 s on one at load 1.1; 160 s on 2 workers, 790 passed). In the second tier a
+# module stays on one worker, with its module fixtures. Most of its time is waiting (containers
+# starting, health intervals, restart back-offs, simulated token times): in the 2026-12-02 cold CI
+# run the 2 cores sat 50-70% idle during the simulator e2e tests. Each worker launches its own
+# shared rehearsals.
 TEST_WORKERS ?= 2
 test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure), then the images the Docker tier stands on (progress shown, reused when present), then the slow, Docker and network tier
-	$(PYTEST_TIER) -m "not docker and not network and not slow and not gpu and not cluster" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PYTEST_TIER) -n $(TEST_WORKERS) --dist loadfile \
+	  -m "not docker and not network and not slow and not gpu and not cluster" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	@# --standin: the kernels layer compiles one small module (norm, about a minute) through the same
 	@# path as the GPU image's whole set (1.3 CPU-hours measured, 49 min on 2 cores: `make image` on the GPU host, docs/images.md).
 	@# Built here, not inside a test, so a cold engine's quarter of an hour shows its progress (and no

@@ -8,8 +8,10 @@
 #     PYTHONPATH so it shadows the real sglang-kernel, whose CUDA extensions cannot load without a GPU;
 #   - the NIXL memory-type patch (docker/engine/nixl-dram.patch: the KV buffers are host memory,
 #     registered as DRAM), applied with `patch --fuzz=0`: the build fails unless it applies exactly;
+#   - the NIXL progress-thread patch (docker/engine/nixl-progress-wait.patch: nixl's agent waits up to
+#     1 ms between its progress thread's passes instead of spinning a core), applied the same way;
 #   - the worker simulator (bundle/simulator) for `--rehearsal sim`, and the model trainer.
-# Neither the stand-in nor the patch ever reaches a GPU image: they live in this file only.
+# Neither the stand-in nor the patches ever reach a GPU image: they live in this file only.
 # No `# syntax=` line on purpose: it would pull the Dockerfile frontend from Docker Hub.
 ARG PARENT_IMAGE=sglang-bundle/sglang-sm120-standin:pd
 FROM ${PARENT_IMAGE}
@@ -30,7 +32,7 @@ ENV PYTHONPATH=/opt/bundle/engine/standins:/opt/simulator
 # took 3.5 minutes to export. The checkout's files are bind-mounted from the context (only what
 # rehearsal.Dockerfile.dockerignore lets through) and installed here, in this order:
 #   1. the files: the patch, the stand-in, the trainer, the entrypoint, the lock, the simulator;
-#   2. the NIXL patch: any hunk that does not apply exactly (no fuzz; already applied counts as not
+#   2. the NIXL patches: any hunk that does not apply exactly (no fuzz; already applied counts as not
 #      applying) makes patch exit non-zero, and the build stops;
 #   3. the simulator's launcher;
 #   4. the imports both rehearsals run: SGLang's server (CPU engine), the simulator, smg and
@@ -47,6 +49,7 @@ RUN --mount=type=bind,target=/tmp/bundle-context \
  && install -m 0644 /tmp/bundle-context/docker/lock.toml /opt/bundle/lock.toml \
  && site=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") \
  && patch -d "$site" -p1 --forward --fuzz=0 --no-backup-if-mismatch < /opt/bundle/engine/nixl-dram.patch \
+ && patch -d "$site" -p1 --forward --fuzz=0 --no-backup-if-mismatch < /tmp/bundle-context/docker/engine/nixl-progress-wait.patch \
  && ln -s /opt/simulator/bundle/simulator/simulated_model /opt/simulated-model \
  && printf '#!/bin/sh\n# The worker simulator; takes `python3 -m sglang.launch_server ARGS` as its arguments.\nexec python -m bundle.simulator "$@"\n' \
       > /usr/local/bin/sglang-worker-simulator \

@@ -1,5 +1,6 @@
-"""The CPU engine rehearsal's two project-owned stand-ins hold against the pinned SGLang: the NIXL
-memory-type patch applies exactly (no fuzz, no offset) to the SGLang the lock pins, and the stand-in
+"""The CPU engine rehearsal's project-owned stand-ins hold against the pinned SGLang and nixl: the NIXL
+memory-type patch applies exactly (no fuzz, no offset) to the SGLang the lock pins, the progress-thread
+patch to the nixl it pins, and the stand-in
 `sgl_kernel` defines every name SGLang imports from sgl_kernel. The host venv carries SGLang's Python
 files (installed --no-deps); nothing is imported from it and no container starts."""
 
@@ -18,6 +19,7 @@ from bundle.paths import docker_dir
 from tests.conftest import missing, require_tool
 
 PATCH = docker_dir() / "engine" / "nixl-dram.patch"
+PROGRESS_PATCH = docker_dir() / "engine" / "nixl-progress-wait.patch"
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,22 @@ def test_the_nixl_patch_applies_exactly_to_the_pinned_sglang(sglang_dir, tmp_pat
     assert result.returncode == 0, report
     assert "offset" not in report and "fuzz" not in report, f"applies only approximately:\n{report}"
     assert report.count("checking file") == 2
+
+
+def test_the_progress_thread_patch_applies_exactly_to_the_pinned_nixl(tmp_path):
+    spec = importlib.util.find_spec("nixl_cu13")
+    if spec is None or not spec.submodule_search_locations:
+        missing("nixl-cu13 is not installed in this venv (make install adds it)")
+    assert importlib.metadata.version("nixl-cu13") == load_lock().pins["nixl-cu13"], (
+        "the venv's nixl-cu13 is not the lock's pin: `make install` again")
+    site = Path(next(iter(spec.submodule_search_locations))).parent
+    result = subprocess.run([require_tool("patch", "docker/host-packages.sh installs GNU patch"), "--dry-run", "-p1",
+                             "--fuzz=0", "--forward", "-d", str(site)],
+                            stdin=PROGRESS_PATCH.open("rb"), capture_output=True, text=True)
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, report
+    assert "offset" not in report and "fuzz" not in report, f"applies only approximately:\n{report}"
+    assert report.count("checking file") == 1
 
 
 def test_the_standin_defines_every_name_sglang_imports_from_sgl_kernel(sglang_dir):

@@ -9,6 +9,8 @@ so it never reaches a GPU host.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -43,6 +45,29 @@ def ensure_model(image: str, *, report=print) -> Path:
     out = model_dir(image)
     if (out / "model.safetensors").exists():
         return out
+    with _one_trainer(out, report):
+        if (out / "model.safetensors").exists():  # trained by the process that held the lock before us
+            return out
+        return _train(image, out, report)
+
+
+@contextlib.contextmanager
+def _one_trainer(out: Path, report):
+    """Held while `out` is trained: two launches (or two test workers) at once would otherwise both
+    train into the one partial folder, and the second one's clean-up pulled the folder from under the
+    first one's container (seen 2026-12-04: `FileNotFoundError: '/out/config.json'`). The second waits,
+    then finds the model trained. The kernel drops the lock if its holder dies."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            report("rehearsal: another process is training this model; waiting for it ...")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _train(image: str, out: Path, report) -> Path:
     work = out.with_name(out.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)

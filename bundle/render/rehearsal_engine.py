@@ -19,8 +19,11 @@ from bundle.topology import DECODE, Topology
 # The CPU engine: SGLang's CPU device with its plain-PyTorch attention; the overlap scheduler needs
 # CUDA streams. The KV pool and context are sized for a 1 M-parameter model in a few hundred MB
 # (SGLang would otherwise size the pool from the host's free memory, shared by every container).
+# --sleep-on-idle is SGLang's own switch for an idle scheduler to wait on its sockets: without it each
+# scheduler polls in a loop and holds a core while idle ("each GPU would otherwise pin one thread at
+# 100% CPU usage", SGLang's IdleSleeper). On a 2-core rehearsal host that was both cores (2026-12-04).
 CPU_SERVER_ARGS = ("--device", "cpu", "--attention-backend", "torch_native", "--disable-overlap-schedule",
-                   "--max-total-tokens", "8192", "--context-length", "2048")
+                   "--max-total-tokens", "8192", "--context-length", "2048", "--sleep-on-idle")
 # Decode's retraction backup defaults to pinned host memory through cudaHostRegister.
 CPU_DECODE_ARGS = ("--disaggregation-decode-retraction-backup", "cpu_tensor")
 # TP 4 per role on 2 cores: about 213 s to ready alone (docs/rehearsal.md); TP 1 per server keeps a
