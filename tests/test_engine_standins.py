@@ -36,13 +36,19 @@ def test_the_patch_was_made_for_the_pinned_sglang(sglang_dir):
         f"{PATCH.name} against the new pin if the dry run below fails")
 
 
-def test_the_nixl_patch_applies_exactly_to_the_pinned_sglang(sglang_dir, tmp_path):
-    result = subprocess.run([require_tool("patch", "docker/host-packages.sh installs GNU patch"), "--dry-run", "-p1", "--fuzz=0", "--forward", "-d", str(sglang_dir.parent)],
-                            stdin=PATCH.open("rb"), capture_output=True, text=True)
+def _dry_run(patch: Path, site: Path) -> str:
+    """GNU patch's dry run of `patch` on `site` as the rehearsal image applies it; what it printed."""
+    result = subprocess.run([require_tool("patch", "docker/host-packages.sh installs GNU patch"), "--dry-run", "-p1",
+                             "--fuzz=0", "--forward", "-d", str(site)],
+                            stdin=patch.open("rb"), capture_output=True, text=True)
     report = result.stdout + result.stderr
     assert result.returncode == 0, report
     assert "offset" not in report and "fuzz" not in report, f"applies only approximately:\n{report}"
-    assert report.count("checking file") == 2
+    return report
+
+
+def test_the_nixl_patch_applies_exactly_to_the_pinned_sglang(sglang_dir, tmp_path):
+    assert _dry_run(PATCH, sglang_dir.parent).count("checking file") == 2
 
 
 def test_the_progress_thread_patch_applies_exactly_to_the_pinned_nixl(tmp_path):
@@ -52,13 +58,7 @@ def test_the_progress_thread_patch_applies_exactly_to_the_pinned_nixl(tmp_path):
     assert importlib.metadata.version("nixl-cu13") == load_lock().pins["nixl-cu13"], (
         "the venv's nixl-cu13 is not the lock's pin: `make install` again")
     site = Path(next(iter(spec.submodule_search_locations))).parent
-    result = subprocess.run([require_tool("patch", "docker/host-packages.sh installs GNU patch"), "--dry-run", "-p1",
-                             "--fuzz=0", "--forward", "-d", str(site)],
-                            stdin=PROGRESS_PATCH.open("rb"), capture_output=True, text=True)
-    report = result.stdout + result.stderr
-    assert result.returncode == 0, report
-    assert "offset" not in report and "fuzz" not in report, f"applies only approximately:\n{report}"
-    assert report.count("checking file") == 1
+    assert _dry_run(PROGRESS_PATCH, site).count("checking file") == 1
 
 
 def test_the_standin_defines_every_name_sglang_imports_from_sgl_kernel(sglang_dir):

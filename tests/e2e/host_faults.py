@@ -1,6 +1,7 @@
 """Faults injected from the host the way they happen to a real server: its process killed with
 SIGKILL (what the kernel's OOM killer or a segfaulting CUDA kernel leaves Docker to see), never a
-cooperative exit the server was asked for. A container's main process is the server itself
+cooperative exit the server was asked for; or frozen (`docker pause`), a hang with its sockets left
+open. A container's main process is the server itself
 (bundle-entrypoint execs it), so its host PID, `docker inspect`'s State.Pid, is the server's."""
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def sigkill(project: str, service: str) -> int:
 def freeze(container: str, attempts: int = 20) -> None:
     """`docker pause` `container` (cgroup freezer: every process stopped, its sockets left open: a hang,
     not an exit). The v1 freezer gives up when a process will not stop at once, which happens to one in
-    uninterruptible I/O on fuse-overlayfs; CI's cold-run 2026-12-04 lost a test so (`docker pause`
-    exit 1 with decode running and scraped up a second before). A refusal is retried, 0.5 s apart;
+    uninterruptible I/O on fuse-overlayfs; stop 43's CI run lost a test so (`docker pause` exit 1
+    with decode running and scraped up a second before). A refusal is retried, 0.5 s apart;
     the last refusal's own words fail the test."""
     for _ in range(attempts):
         done = subprocess.run(["docker", "pause", container], capture_output=True, text=True)
