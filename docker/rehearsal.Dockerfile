@@ -10,6 +10,9 @@
 #     registered as DRAM), applied with `patch --fuzz=0`: the build fails unless it applies exactly;
 #   - the NIXL progress-thread patch (docker/engine/nixl-progress-wait.patch: nixl's agent waits up to
 #     1 ms between its progress thread's passes instead of spinning a core), applied the same way;
+#   - top_level.txt declared for the distributions without one (docker/engine/declare_top_level.py:
+#     the same names Python infers; each process's `import transformers` stops stat-ing every file
+#     of their RECORDs, 3 s per process on a fuse-overlayfs engine);
 #   - the worker simulator (bundle/simulator) for `--rehearsal sim`, and the model trainer.
 # Neither the stand-in nor the patches ever reach a GPU image: they live in this file only.
 # No `# syntax=` line on purpose: it would pull the Dockerfile frontend from Docker Hub.
@@ -35,6 +38,9 @@ ENV PYTHONPATH=/opt/bundle/engine/standins:/opt/simulator
 #   2. the NIXL patches: any hunk that does not apply exactly (no fuzz; already applied counts as not
 #      applying) makes patch exit non-zero, and the build stops;
 #   3. the simulator's launcher;
+#   3b. top_level.txt for every distribution that lacks one (docker/engine/declare_top_level.py: the
+#      names Python infers, written once, so each process's `import transformers` stops checking
+#      33,510 files through the FUSE daemon: 3 s of every SGLang process and bench_serving level);
 #   4. the imports both rehearsals run: SGLang's server (CPU engine), the simulator, smg and
 #      bench_serving, and the `nixl._api` SGLang's NIXL backend imports when pd starts (the lock once
 #      lacked it: pd failed only at decode's start); sgl_kernel must be the stand-in.
@@ -54,6 +60,7 @@ RUN --mount=type=bind,target=/tmp/bundle-context \
  && printf '#!/bin/sh\n# The worker simulator; takes `python3 -m sglang.launch_server ARGS` as its arguments.\nexec python -m bundle.simulator "$@"\n' \
       > /usr/local/bin/sglang-worker-simulator \
  && chmod 0755 /usr/local/bin/sglang-worker-simulator \
+ && python /tmp/bundle-context/docker/engine/declare_top_level.py \
  && SGLANG_USE_CPU_ENGINE=1 python -c "import sgl_kernel, sglang.srt.entrypoints.http_server, sglang.srt.disaggregation.nixl.conn, sglang.benchmark.serving, smg.launch_router, bundle.simulator.server; from nixl._api import nixl_agent; assert sgl_kernel.__file__.startswith('/opt/bundle/engine/standins/'), sgl_kernel.__file__; print('rehearsal image: imports ok')"
 
 # Last, so a new version string does not invalidate the cached layers above.

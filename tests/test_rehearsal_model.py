@@ -1,14 +1,19 @@
 """The CPU engine rehearsal's model is trained once per image, even when two launches (or two test
-workers) ask for it at the same moment: the second waits for the first and reuses its folder. The
-training container is replaced by a writer that takes as long as it is told (the real training runs
-in the engine e2e tests)."""
+workers) ask for it at the same moment: the second waits for the first and reuses its folder; and it
+is trained once per Docker engine: kept there as an image, another checkout copies it instead of
+training. The training container is replaced by a writer that takes as long as it is told (the real
+training runs in the engine e2e tests)."""
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
+
+import pytest
 
 from bundle.images import rehearsal_model
+from bundle.stack import engine
 
 
 def test_two_launches_at_once_train_the_model_once_and_both_get_it(tmp_path, monkeypatch):
@@ -25,6 +30,9 @@ def test_two_launches_at_once_train_the_model_once_and_both_get_it(tmp_path, mon
         return 0, []
 
     monkeypatch.setattr(rehearsal_model.engine, "run_streamed", training)
+    monkeypatch.setattr(rehearsal_model.engine, "image_exists", lambda ref: False)
+    kept = []
+    monkeypatch.setattr(rehearsal_model.engine, "folder_to_image", lambda folder, ref, label: kept.append(ref))
     said: dict[int, list[str]] = {0: [], 1: []}
     got: dict[int, object] = {}
 
@@ -40,6 +48,49 @@ def test_two_launches_at_once_train_the_model_once_and_both_get_it(tmp_path, mon
     second.join(10)
 
     assert len(runs) == 1, runs
+    assert kept == [rehearsal_model.model_image("img")]  # kept in the engine once, by the one trainer
     assert got[0] == got[1] == out and (out / "model.safetensors").read_bytes() == b"weights"
     assert any("another process is training this model" in line for line in said[1]), said[1]
     assert not out.with_name(out.name + ".partial").exists()
+
+
+def _writer(runs):
+    def training(image, command, *, name, volumes, on_line):
+        runs.append(name)
+        work = next(host for host, inside, _ in volumes if inside == "/out")
+        (work / "config.json").write_text('{"rehearsal": true}')
+        (work / "model.safetensors").write_bytes(b"weights " + name.encode())
+        return 0, []
+    return training
+
+
+@pytest.mark.docker
+def test_another_checkout_on_the_same_engine_copies_the_kept_model_instead_of_training(tmp_path, monkeypatch):
+    """Two checkouts (two model folders) on one real engine: the first trains and keeps the model as an
+    image; the second copies that image's folder and never trains. Once the image is gone, a third
+    trains again."""
+    image = f"img-{uuid.uuid4().hex[:8]}"  # a key of its own: no other test's kept model is reused
+    runs: list[str] = []
+    monkeypatch.setattr(rehearsal_model.engine, "run_streamed", _writer(runs))
+    try:
+        first, second, third = (tmp_path / f"checkout{i}" / "abc123" for i in (1, 2, 3))
+        monkeypatch.setattr(rehearsal_model, "model_dir", lambda _image: first)
+        rehearsal_model.ensure_model(image, report=lambda line: None)
+        assert len(runs) == 1 and engine.image_exists(rehearsal_model.model_image(image))
+
+        said: list[str] = []
+        monkeypatch.setattr(rehearsal_model, "model_dir", lambda _image: second)
+        assert rehearsal_model.ensure_model(image, report=said.append) == second
+        assert len(runs) == 1, "the second checkout trained again"
+        assert (second / "model.safetensors").read_bytes() == (first / "model.safetensors").read_bytes()
+        assert (second / "config.json").read_text() == '{"rehearsal": true}'
+        assert any("model copied from sglang-bundle/rehearsal-model:" in line for line in said), said
+        assert not second.with_name(second.name + ".partial").exists()
+
+        engine.remove_image_ref(rehearsal_model.model_image(image))
+        monkeypatch.setattr(rehearsal_model, "model_dir", lambda _image: third)
+        rehearsal_model.ensure_model(image, report=lambda line: None)
+        assert len(runs) == 2
+    finally:
+        if engine.image_exists(rehearsal_model.model_image(image)):
+            engine.remove_image_ref(rehearsal_model.model_image(image))

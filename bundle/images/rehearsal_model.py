@@ -1,7 +1,9 @@
 """The CPU engine rehearsal's model: a tiny Llama trained here, inside the rehearsal image, offline and
 deterministically (docker/engine/train_model.py), so its greedy answers pass every smoke check on the
 real SGLang server. Cached on the host under .cache/rehearsal-model/<hash of its inputs>: the trainer,
-the simulator's tokenizer folder it starts from, and the image (its torch and transformers).
+the simulator's tokenizer folder it starts from, and the image (its torch and transformers); and kept
+in the Docker engine as the image sglang-bundle/rehearsal-model:<the same hash>, from which another
+checkout copies it instead of training again.
 
 Its config.json carries REHEARSAL_ONLY_KEY; launch and doctor refuse such a folder outside a rehearsal,
 so it never reaches a GPU host.
@@ -25,6 +27,7 @@ from bundle.stack import engine
 
 TRAINER_IN_IMAGE = "/opt/bundle/engine/train_model.py"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "bench-sharegpt.json")
+MODEL_IMAGE_REPOSITORY = "sglang-bundle/rehearsal-model"
 
 
 def model_key(image: str) -> str:
@@ -40,6 +43,13 @@ def model_dir(image: str) -> Path:
     return project_root() / ".cache" / "rehearsal-model" / model_key(image)
 
 
+def model_image(image: str) -> str:
+    """The trained folder, also kept in the Docker engine as a one-layer image beside the rehearsal
+    image it was trained in: another checkout on this engine (a fresh clone, CI's next run) copies it
+    in seconds instead of training for minutes, and it goes when the engine's images go."""
+    return f"{MODEL_IMAGE_REPOSITORY}:{model_key(image)}"
+
+
 def ensure_model(image: str, *, report=print) -> Path:
     """The trained model folder for `image`, trained now (a minute or a few on a busy box) if missing."""
     out = model_dir(image)
@@ -48,7 +58,30 @@ def ensure_model(image: str, *, report=print) -> Path:
     with _one_trainer(out, report):
         if (out / "model.safetensors").exists():  # trained by the process that held the lock before us
             return out
-        return _train(image, out, report)
+        if _copied_from_engine(image, out, report):
+            return out
+        _train(image, out, report)
+        engine.folder_to_image(out, model_image(image), label=f"the rehearsal model trained in {image}")
+        report(f"rehearsal: model kept in the engine as {model_image(image)}")
+        return out
+
+
+def _copied_from_engine(image: str, out: Path, report) -> bool:
+    """The model another checkout trained on this engine (model_image), copied to `out`: False when the
+    engine has none, or what it has lacks the weights (then it is trained again)."""
+    ref = model_image(image)
+    if not engine.image_exists(ref):
+        return False
+    work = out.with_name(out.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    engine.folder_from_image(ref, work)
+    if not (work / "model.safetensors").is_file():
+        shutil.rmtree(work, ignore_errors=True)
+        report(f"rehearsal: {ref} holds no model.safetensors; training again")
+        return False
+    work.rename(out)
+    report(f"rehearsal: model copied from {ref}: {out}")
+    return True
 
 
 @contextlib.contextmanager

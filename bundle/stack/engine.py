@@ -303,6 +303,33 @@ def file_from_image(ref: str, path: str) -> bytes | None:
         _remove_quietly(docker, name)
 
 
+def folder_to_image(folder: Path, ref: str, *, label: str) -> None:
+    """`folder`'s files as the one layer of image `ref`, under /data (`docker import` of a tar of it:
+    nothing is built or run, so no layer below it is walked). `label` is the image's commit message."""
+    import tarfile
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bundle-import-") as tmp:
+        archive = Path(tmp) / "folder.tar"
+        with tarfile.open(archive, "w") as tar:
+            tar.add(folder, arcname="data")
+        with docker_errors(f"cannot keep {folder} in the engine as {ref}"):
+            client().image.import_(archive, tag=ref, message=label, changes=["CMD [\"none\"]"])
+
+
+def folder_from_image(ref: str, target: Path) -> None:
+    """The /data folder of an image made by folder_to_image(), copied to `target` (which must not
+    exist) from a created, never started, container."""
+    docker = client()
+    name = f"bundle-read-{uuid.uuid4().hex[:8]}"
+    with docker_errors(f"cannot read the folder kept in {ref}"):
+        docker.container.create(ref, name=name, networks=["none"])
+        try:
+            docker.copy((name, "/data"), target)
+        finally:
+            _remove_quietly(docker, name)
+
+
 def _remove_quietly(docker: DockerClient, name: str) -> None:
     try:
         docker.container.remove(name, force=True)

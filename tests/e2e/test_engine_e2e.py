@@ -203,9 +203,9 @@ def test_dp_on_the_real_engine_serves_from_both_replicas_and_one_survives_the_ot
 
 def test_the_topologies_give_the_same_greedy_answers(request):
     """Same image, same model, greedy: the topology must not change a token. Compared here, explicitly,
-    for every topology whose test this session selected (all three when this file runs whole; tp4 and pd
-    in `make test`, where dp's is heavy): a selected topology whose test failed has no answers, and that
-    is a failure, not a pass."""
+    for every topology whose test this session selected (all three in `make test` and when this file
+    runs whole): a selected topology whose test failed has no answers, and that is a failure, not a
+    pass."""
     selected = [t for t in TOPOLOGIES
                 if any(item.name.startswith(f"test_{t}_on_the_real_engine") for item in request.session.items)]
     assert "tp4" in selected and len(selected) >= 2, f"only {selected} selected: nothing to compare"
