@@ -9,7 +9,7 @@ of their RECORD: 33,510 stat calls. Inside a container on a fuse-overlayfs engin
 each goes to the FUSE daemon: 3.8 s of one core per process, and 3 s of every fresh container's
 `import sglang.benchmark.serving` (17.6 -> 14.6 s measured 2026-12-04). Every SGLang server process
 and every bench_serving level of a rehearsal pays it. The mapping it returns is unchanged: the names
-written are the ones it would have inferred (checked below before anything is written).
+written are the ones it would have inferred (compared after writing: the build fails if it changed).
 
 Only the rehearsal image runs this; a GPU image's site-packages are left as installed.
 """
@@ -33,7 +33,8 @@ def main() -> None:
             written += 1
     after = metadata.packages_distributions()
     same = {k: sorted(v) for k, v in before.items()} == {k: sorted(v) for k, v in after.items()}
-    assert same, "packages_distributions() changed: top_level.txt must only declare what was inferred"
+    if not same:
+        raise SystemExit("packages_distributions() changed: top_level.txt must only declare what was inferred")
     print(f"top_level.txt declared for {written} distributions; packages_distributions() unchanged")
 
 
