@@ -16,20 +16,24 @@ from bundle.images import rehearsal_model
 from bundle.stack import engine
 
 
+def _writer(runs: list[str], delay_s: float = 0.0):
+    """Stands in for the training container: records its name, takes `delay_s`, writes a model."""
+    def training(image, command, *, name, volumes, on_line):
+        runs.append(name)
+        work = next(host for host, inside, _ in volumes if inside == "/out")
+        time.sleep(delay_s)
+        (work / "config.json").write_text('{"rehearsal": true}')
+        (work / "model.safetensors").write_bytes(b"weights")
+        return 0, []
+    return training
+
+
 def test_two_launches_at_once_train_the_model_once_and_both_get_it(tmp_path, monkeypatch):
     out = tmp_path / "rehearsal-model" / "abc123"
     monkeypatch.setattr(rehearsal_model, "model_dir", lambda image: out)
     runs = []
-
-    def training(image, command, *, name, volumes, on_line):
-        runs.append(name)
-        work = next(host for host, inside, _ in volumes if inside == "/out")
-        time.sleep(1.0)  # long enough for the second caller to arrive while it runs
-        (work / "config.json").write_text("{}")
-        (work / "model.safetensors").write_bytes(b"weights")
-        return 0, []
-
-    monkeypatch.setattr(rehearsal_model.engine, "run_streamed", training)
+    # 1 s: long enough for the second caller to arrive while it runs
+    monkeypatch.setattr(rehearsal_model.engine, "run_streamed", _writer(runs, delay_s=1.0))
     monkeypatch.setattr(rehearsal_model.engine, "image_exists", lambda ref: False)
     kept = []
     monkeypatch.setattr(rehearsal_model.engine, "folder_to_image", lambda folder, ref, label: kept.append(ref))
@@ -52,16 +56,6 @@ def test_two_launches_at_once_train_the_model_once_and_both_get_it(tmp_path, mon
     assert got[0] == got[1] == out and (out / "model.safetensors").read_bytes() == b"weights"
     assert any("another process is training this model" in line for line in said[1]), said[1]
     assert not out.with_name(out.name + ".partial").exists()
-
-
-def _writer(runs):
-    def training(image, command, *, name, volumes, on_line):
-        runs.append(name)
-        work = next(host for host, inside, _ in volumes if inside == "/out")
-        (work / "config.json").write_text('{"rehearsal": true}')
-        (work / "model.safetensors").write_bytes(b"weights " + name.encode())
-        return 0, []
-    return training
 
 
 @pytest.mark.docker

@@ -72,8 +72,7 @@ def _copied_from_engine(image: str, out: Path, report) -> bool:
     ref = model_image(image)
     if not engine.image_exists(ref):
         return False
-    work = out.with_name(out.name + ".partial")
-    shutil.rmtree(work, ignore_errors=True)
+    work = _fresh_partial(out)
     engine.folder_from_image(ref, work)
     if not (work / "model.safetensors").is_file():
         shutil.rmtree(work, ignore_errors=True)
@@ -82,6 +81,13 @@ def _copied_from_engine(image: str, out: Path, report) -> bool:
     work.rename(out)
     report(f"rehearsal: model copied from {ref}: {out}")
     return True
+
+
+def _fresh_partial(out: Path) -> Path:
+    """Where `out` is assembled before it is renamed into place (an earlier attempt's leftovers gone)."""
+    work = out.with_name(out.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    return work
 
 
 @contextlib.contextmanager
@@ -101,8 +107,7 @@ def _one_trainer(out: Path, report):
 
 
 def _train(image: str, out: Path, report) -> Path:
-    work = out.with_name(out.name + ".partial")
-    shutil.rmtree(work, ignore_errors=True)
+    work = _fresh_partial(out)
     work.mkdir(parents=True)
     report(f"rehearsal: training the CPU engine's model in {image} (one thread, fixed seeds) ...")
     start = time.monotonic()
