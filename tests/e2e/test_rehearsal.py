@@ -97,7 +97,7 @@ def test_topology_comes_up_answers_and_benchmarks_as_configured(tmp_path, shared
     want = rehearsal.expected_bench(ttft_ms=TTFT_MS, tpot_ms=TPOT_MS, output_lens=[OUT_LEN] * 8,
                                     concurrency=2)
     print(f"  expected output {want['output_throughput']:.1f} tok/s")
-    assert_paced(result, want, topology)
+    assert_paced(result, want, OUT_LEN, topology)
     if topology == "pd":
         # The request demonstrably passed prefill and decode: both count it.
         for worker in ("prefill", "decode"):

@@ -87,7 +87,7 @@ def check_bench(shared):
         assert level["status"] == "ok" and m["completed"] == 3 * c and level["failed_requests"] == 0
         want = rehearsal.expected_bench(ttft_ms=TTFT_MS, tpot_ms=TPOT_MS, output_lens=[OUT_LEN] * 3 * c,
                                         concurrency=c)
-        assert_paced(m, want, f"c{c}")
+        assert_paced(m, want, OUT_LEN, f"c{c}")
         # TTFT carries the router's and (pd) the KV bootstrap's hops on top: never below what was set.
         assert m["mean_ttft_ms"] >= 0.95 * TTFT_MS, m["mean_ttft_ms"]
     run_dir = runstate.project_dir(record.project) / line["run_id"]

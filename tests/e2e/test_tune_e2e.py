@@ -24,7 +24,7 @@ from bundle.stack import docker
 from tests.conftest import REPO, compose_project, write_config
 from tests.e2e.host_faults import interruptible
 from tests.sim_process import free_port
-from tests.rehearsal_stack import PACE_FLOOR
+from tests.rehearsal_stack import PACE_FLOOR, request_ms
 
 # Each test launches its own rehearsal (it breaks or takes down its stack): the image first.
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("rehearsal_image"),
@@ -46,6 +46,7 @@ candidates:
   - name: hung
     overrides: {levers: {moe_runner: triton}}
 """
+OUTPUT_LEN = 12  # every request produces exactly this many tokens (range_ratio 1.0)
 
 
 @pytest.fixture
@@ -63,7 +64,7 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
         tmp_path, runs_dir, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n"
                                     "bench:\n  concurrency: [2]\n  prompts_per_concurrency: 2\n"
-                                    "  input_len: 16\n  output_len: 12\n  range_ratio: 1.0\n")
+                                    f"  input_len: 16\n  output_len: {OUTPUT_LEN}\n  range_ratio: 1.0\n")
     space = write_config(tmp_path, SPACE, name="space.yaml")
     # 90 s: the hung candidate's bound; the broken one's crash loop is reported within about 60 s.
     command = ["tune", "tp4", "-c", str(config), "--space", str(space), "--rehearsal", "sim", "--launch-timeout", "90s",
@@ -110,16 +111,18 @@ def test_tune_ranks_records_the_failure_resumes_after_sigint_and_writes_a_valid_
     fast, defaults = sweep["candidates"][0], sweep["candidates"][1]
     # The gain is paced at 2.5x (0.4x the TPOT), but the two were measured minutes apart under
     # whatever else the box ran, so their ratio has no upper bound here (3.5x was seen in CI when the
-    # defaults ran beside an engine test). What load cannot do is make a simulator faster than its
-    # pace: each candidate's own TPOT is at least PACE_FLOOR of the pace its rules give it. That
-    # fails if another rule applied too (bf16's 0.2x would put fast at 0.8 ms).
+    # defaults ran beside an engine test). What load cannot do is make a simulator finish a request
+    # before its pace (tests/rehearsal_stack.py says why the request's time, not the TPOT): each
+    # candidate's requests take at least PACE_FLOOR of what its own rules give. That fails if
+    # another rule applied too (bf16's 0.2x would put fast's requests at 59 ms, its floor is 89 ms).
     gain = fast["score"] / defaults["score"]
     print(f"tune: fast scored {gain:.2f}x the defaults (paced: 2.5x)")
     assert gain > 1, gain
-    tpot_ms = float(DEFAULT_KNOBS["SIM_TPOT_MS"])
+    tpot_ms, ttft_ms = float(DEFAULT_KNOBS["SIM_TPOT_MS"]), float(DEFAULT_KNOBS["SIM_TTFT_MS"])
     for candidate, pace_ms in ((defaults, tpot_ms), (fast, tpot_ms * 0.4)):
         (level,) = candidate["levels"]
-        assert level["metrics"]["mean_tpot_ms"] >= PACE_FLOOR * pace_ms, (candidate["name"], level)
+        paced = request_ms({"mean_ttft_ms": ttft_ms, "mean_tpot_ms": pace_ms}, OUTPUT_LEN)
+        assert request_ms(level["metrics"], OUTPUT_LEN) >= PACE_FLOOR * paced, (candidate["name"], paced, level)
     assert "REHEARSAL" in out and "SIMULATED" in out
     assert sorted((runs_dir / f"{project}-tp4").glob("*-tune/tune.png"))
 
