@@ -284,7 +284,9 @@ def test_verify_finds_a_package_installed_into_a_running_container(standin_image
                        check=True, capture_output=True)
         changed = verify_container(name, load_lock(), paths.project_root())
     finally:
-        subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+        # -v: the image declares VOLUME /var/cache/sglang, so the container has an anonymous volume
+        # that `rm -f` alone would leave behind.
+        subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True, check=False)
     assert changed.level == Level.FAIL
     assert any(f.what == f"{name}: idna 3.10 is installed, the lock pins 3.20 "
                          f"({SITE}/idna-3.10.dist-info)" for f in changed.findings), changed.as_dict()
