@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.errors import EXIT_USAGE, BundleError
+from bundle.errors import UsageError
 from bundle.paths import compose_dir
 
 SERVER, PREFILL, DECODE, ROUTER = "server", "prefill", "decode", "router"
@@ -180,4 +180,4 @@ def get(name: str) -> Topology:
     try:
         return TOPOLOGIES[name]
     except KeyError:
-        raise BundleError(f"unknown topology {name!r}; known: {', '.join(NAMES)}", exit_code=EXIT_USAGE) from None
+        raise UsageError(f"unknown topology {name!r}; known: {', '.join(NAMES)}") from None

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from bundle.commands._target import one_running
-    from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
+    from bundle.errors import Failed, TimedOut
     from bundle.service import bench as bench_service
     from bundle.stack.frontdoor import front_door
     from bundle.verify import tables
@@ -87,13 +87,13 @@ def run(args: argparse.Namespace) -> int:
     bad = benched.bad_levels
     if bad:
         reasons = "; ".join(f"C={lv['concurrency']} {lv['status']}: {lv['reason']}" for lv in bad)
-        code = EXIT_TIMEOUT if any(lv["status"] == "timeout" for lv in bad) else EXIT_FAILED
-        raise BundleError(f"bench {topology.name}: {len(bad)} of {len(result['levels'])} levels did not "
-                          f"complete cleanly (measured levels are recorded): {reasons}", exit_code=code)
+        kind = TimedOut if any(lv["status"] == "timeout" for lv in bad) else Failed
+        raise kind(f"bench {topology.name}: {len(bad)} of {len(result['levels'])} levels did not "
+                   f"complete cleanly (measured levels are recorded): {reasons}")
     if gated is not None and not gated["ok"]:
         what = "; ".join(gated["regressions"]) or "no level was measured in both runs"
-        raise BundleError(f"bench {topology.name}: regression gate ({args.gate:g}%) against run "
-                          f"{gated['against']} failed: {what}", exit_code=EXIT_FAILED)
+        raise Failed(f"bench {topology.name}: regression gate ({args.gate:g}%) against run "
+                     f"{gated['against']} failed: {what}")
     return 0
 
 
@@ -112,7 +112,7 @@ def _soak(args, request, target, console) -> int:
     """`--soak DURATION`: one concurrency for a fixed time; exit 1 on any error."""
     import json
 
-    from bundle.errors import EXIT_FAILED, BundleError
+    from bundle.errors import Failed
     from bundle.service import bench as bench_service
     from bundle.stack.frontdoor import front_door
     from bundle.verify import tables
@@ -130,5 +130,5 @@ def _soak(args, request, target, console) -> int:
         why = s["stopped"] or (f"{s['failed']} of {s['completed'] + s['failed']} requests failed: "
                                f"{'; '.join(s['error_samples']) or 'no error text'}" if s["failed"]
                                else "no request completed")
-        raise BundleError(f"soak {topology.name} failed: {why}", exit_code=EXIT_FAILED)
+        raise Failed(f"soak {topology.name} failed: {why}")
     return 0

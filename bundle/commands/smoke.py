@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._target import one_running
-    from bundle.errors import EXIT_FAILED, BundleError
+    from bundle.errors import Failed
     from bundle.service.smoke import run_smoke
     from bundle.stack import runstate
     from bundle.stack.frontdoor import front_door
@@ -50,7 +50,6 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"report: {path}")
     if not result.ok:
         reasons = smoked.reasons
-        raise BundleError(f"smoke test of {topology.name} failed: {reasons}",
-                          hint=f"report: {path}; `bundle logs {topology.name}` for the servers' side",
-                          exit_code=EXIT_FAILED)
+        raise Failed(f"smoke test of {topology.name} failed: {reasons}",
+                     hint=f"report: {path}; `bundle logs {topology.name}` for the servers' side")
     return 0

@@ -34,13 +34,13 @@ def _reading(workers, services) -> dict[str, dict[str, float]]:
 
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._target import one_running
-    from bundle.errors import EXIT_USAGE, BundleError
+    from bundle.errors import UsageError
     from bundle.monitoring.live import figures
     from bundle.stack.workers import ComposeWorkers
 
     if args.interval <= 0:
-        raise BundleError(f"--interval {args.interval}: must be above 0 seconds", exit_code=EXIT_USAGE,
-                          hint="e.g. --interval 3")
+        raise UsageError(f"--interval {args.interval}: must be above 0 seconds",
+                         hint="e.g. --interval 3")
     target = one_running(args, verb="top")
     running = {s.service for s in target.stack().states() if s.state == "running"}
     services = [s.name for s in target.topology.servers if s.name in running]

@@ -19,7 +19,7 @@ import shutil
 import time
 from pathlib import Path
 
-from bundle.errors import EXIT_FAILED, BundleError
+from bundle.errors import Failed
 from bundle.paths import docker_dir, project_root
 from bundle.render.rehearsal import simulated_model_dir
 from bundle.rules.checkpoint import REHEARSAL_ONLY_KEY  # noqa: F401  (the trainer writes it)
@@ -121,8 +121,8 @@ def _train(image: str, out: Path, report) -> Path:
                                      volumes=[(simulated_model_dir(), "/tokenizer", "ro"), (work, "/out", "rw")],
                                      on_line=shown)
     if code != 0:
-        raise BundleError("training the rehearsal model failed:\n  " + "\n  ".join(tail), exit_code=EXIT_FAILED,
-                          hint=f"see {docker_dir() / 'engine' / 'train_model.py'}; the partial folder is {work}")
+        raise Failed("training the rehearsal model failed:\n  " + "\n  ".join(tail),
+                     hint=f"see {docker_dir() / 'engine' / 'train_model.py'}; the partial folder is {work}")
     work.rename(out)
     report(f"rehearsal: model ready in {time.monotonic() - start:.0f} s: {out}")
     return out

@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
+from bundle.errors import EnvironmentProblem, Failed
 
 # GitHub Actions' OIDC issuer: the certificate Fulcio issues to a workflow run names it.
 OIDC_ISSUER = "https://token.actions.githubusercontent.com"
@@ -71,17 +71,16 @@ def sign(ref: str, sbom: Path | None, report=print) -> list[list[str]]:
     binary = cosign()
     if binary is None:
         listing = "; ".join(" ".join(_quoted(c)) for c in commands)
-        raise BundleError(f"cosign is not installed, so {ref} cannot be signed; the commands are: {listing}",
-                          exit_code=EXIT_ENVIRONMENT,
-                          hint=f"install cosign ({COSIGN_INSTALL}); the release workflow uses sigstore/cosign-installer")
+        raise EnvironmentProblem(f"cosign is not installed, so {ref} cannot be signed; the commands are: {listing}",
+                                 hint=f"install cosign ({COSIGN_INSTALL}); the release workflow uses sigstore/cosign-installer")
     for i, command in enumerate(commands, 1):
         report(f"[{i}/{len(commands)}] {' '.join(_quoted(command))}")
         proc = subprocess.run([binary, *command[1:]], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = " / ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-            raise BundleError(f"{' '.join(command[:2])} exited {proc.returncode}: {tail}", exit_code=EXIT_FAILED,
-                              hint="keyless signing needs an OIDC token: in GitHub Actions, `permissions: "
-                                   "id-token: write`")
+            raise Failed(f"{' '.join(command[:2])} exited {proc.returncode}: {tail}",
+                         hint="keyless signing needs an OIDC token: in GitHub Actions, `permissions: "
+                              "id-token: write`")
     return commands
 
 

@@ -92,13 +92,12 @@ def _kubernetes_validate(obj: dict) -> list[tuple[tuple, str]]:
     try:
         import kubernetes_validate  # the `k8s` extra: 108 MB of schemas a GPU host's driver does not need
     except ImportError:
-        from bundle.errors import EXIT_ENVIRONMENT, BundleError
+        from bundle.errors import EnvironmentProblem
 
-        raise BundleError("checking Kubernetes manifests needs the package kubernetes-validate (the driver's "
-                          "`k8s` extra), which is not installed",
-                          hint="`make install`, or `pip install -e '.[k8s]'` (pipx: `pipx inject "
-                               "sglang-sm120-bundle kubernetes-validate==1.37.0`)",
-                          exit_code=EXIT_ENVIRONMENT) from None
+        raise EnvironmentProblem("checking Kubernetes manifests needs the package kubernetes-validate (the driver's "
+                                 "`k8s` extra), which is not installed",
+                                 hint="`make install`, or `pip install -e '.[k8s]'` (pipx: `pipx inject "
+                                      "sglang-sm120-bundle kubernetes-validate==1.37.0`)") from None
 
     try:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)

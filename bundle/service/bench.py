@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
-from bundle.errors import EXIT_FAILED, EXIT_USAGE, BundleError
+from bundle.errors import BundleError, Failed, UsageError
 from bundle.stack import runstate
 from bundle.stack.frontdoor import front_door
 from bundle.topology import Topology
@@ -76,11 +76,11 @@ def check(request: BenchRequest) -> None:
     for value, name in ((request.input_len, "--input-len"), (request.output_len, "--output-len"),
                         (request.prompts_per_concurrency, "--prompts-per-concurrency")):
         if value is not None and value < 1:
-            raise BundleError(f"{name} must be at least 1", exit_code=EXIT_USAGE)
+            raise UsageError(f"{name} must be at least 1")
     if request.concurrency and min(request.concurrency) < 1:
-        raise BundleError("--concurrency levels must be at least 1", exit_code=EXIT_USAGE)
+        raise UsageError("--concurrency levels must be at least 1")
     if request.gate is not None and (request.gate < 0 or request.soak):
-        raise BundleError("--gate takes a percentage >= 0 and gates a benchmark, not a soak", exit_code=EXIT_USAGE)
+        raise UsageError("--gate takes a percentage >= 0 and gates a benchmark, not a soak")
 
 
 def stack_gone(stack, front_service: str) -> str | None:
@@ -131,8 +131,8 @@ def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
     if request.against:  # e.g. the defaults' run that `bundle tune` names in bundle.tuned.yaml
         against, compared_as = bench.gate_reference(history, {"run_id": None}, request.against), "run"
         if against is None:
-            raise BundleError(f"--against {request.against!r}: no such run in {path} (or it names more "
-                              f"than one)", hint="name a run_id of that file", exit_code=EXIT_USAGE)
+            raise UsageError(f"--against {request.against!r}: no such run in {path} (or it names more "
+                             f"than one)", hint="name a run_id of that file")
     reporter.print(f"bench {topology.name}: bench_serving in the image against {plan.base_url}; "
                    f"dataset: {plan.dataset_source}")
     with reporter.status("starting ...") as status:
@@ -172,15 +172,14 @@ def gate(history: list[dict], result: dict, run_dir: Path, *, percent: float, ag
     if reference is None:
         wanted = (f"run {against!r} is not in the history (or names more than one)" if against else
                   "no earlier run of this topology with the same config and image")
-        raise BundleError(f"bench --gate: {wanted}; nothing to gate against (this run is recorded: "
-                          f"{result['run_id']})", hint="run once without --gate to record a reference, or "
-                          "name one with --against RUN", exit_code=EXIT_FAILED)
+        raise Failed(f"bench --gate: {wanted}; nothing to gate against (this run is recorded: "
+                     f"{result['run_id']})", hint="run once without --gate to record a reference, or "
+                     "name one with --against RUN")
     if reason := comparable.unlike(result, reference):
-        raise BundleError(f"bench --gate against run {reference.get('run_id')}: no comparison: {reason} "
-                          f"(this run is recorded: {result['run_id']})",
-                          hint="gate against a run of the same topology, GPU or rehearsal mode, target and "
-                               "lengths (--against RUN), or run once without --gate to record one",
-                          exit_code=EXIT_FAILED)
+        raise Failed(f"bench --gate against run {reference.get('run_id')}: no comparison: {reason} "
+                     f"(this run is recorded: {result['run_id']})",
+                     hint="gate against a run of the same topology, GPU or rehearsal mode, target and "
+                          "lengths (--against RUN), or run once without --gate to record one")
     gated = bench.gate(result, reference, percent)
     runstore.write_json(run_dir / "gate.json", gated)
     return gated
@@ -194,7 +193,7 @@ def soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, req
     duration = parse_duration(request.soak, what="--soak")
     concurrency = _levels(request.concurrency) or [max(dep.bench.concurrency)]
     if len(concurrency) != 1:
-        raise BundleError("--soak runs one concurrency: give --concurrency one level", exit_code=EXIT_USAGE)
+        raise UsageError("--soak runs one concurrency: give --concurrency one level")
     plan = bench.plan(dep, topology, record.env, concurrency=concurrency, input_len=request.input_len,
                       output_len=request.output_len, prompts_per_concurrency=request.prompts_per_concurrency,
                       level_timeout=request.soak, range_ratio=request.range_ratio, label=request.label)

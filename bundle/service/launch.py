@@ -20,13 +20,13 @@ from types import MappingProxyType
 
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import BundleError, EnvironmentProblem, Failed
 from bundle.service.prepare import load, prepare
 from bundle.service.rehearsal import Mode, name_of
 from bundle.stack import docker, engine, runstate
 from bundle.stack import reconcile as reconciling
 from bundle.stack.frontdoor import front_door
-from bundle.stack.ready import BackgroundUp, NotReady, wait_ready, workers_away
+from bundle.stack.ready import BackgroundUp, wait_ready, workers_away
 from bundle.stack.workers import ComposeWorkers
 from bundle.topology import TOOL_SERVICE
 from bundle.verify.console import Reporter, plain
@@ -74,18 +74,16 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
         host, port = dep.network.host_address, dep.network.front_port
         if not port_owners.bind_free(host, port):
             holders = [h.describe() for h in port_owners.conflicts(host, port)]
-            raise BundleError(f"{host}:{port} (network.front_port) is already in use"
-                              + (f": {'; '.join(holders)}" if holders else ""),
-                              hint="stop that process or choose another network.front_port",
-                              exit_code=EXIT_ENVIRONMENT)
+            raise EnvironmentProblem(f"{host}:{port} (network.front_port) is already in use"
+                                     + (f": {'; '.join(holders)}" if holders else ""),
+                                     hint="stop that process or choose another network.front_port")
     rendered = prepared.rendered
     if request.rehearsal:
         reporter.print(f"rehearsal ({request.rehearsal.name}): building the image if its inputs changed ...")
         request.rehearsal.ensure_artifacts(report=plain(reporter))
     elif not engine.image_exists(rendered.env["BUNDLE_IMAGE"]):
-        raise BundleError(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
-                          hint="`make image` to build it, or `bundle pull` to fetch the published one",
-                          exit_code=EXIT_ENVIRONMENT)
+        raise EnvironmentProblem(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
+                                 hint="`make image` to build it, or `bundle pull` to fetch the published one")
     if request.monitoring:
         from bundle.images import prometheus
 
@@ -144,7 +142,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
                                expected_services=expected, returning=returning,
                                report=plain(reporter), starting=starting,
                                server_errors=_server_error_watch(stack, topology, dep))
-    except (NotReady, BundleError, KeyboardInterrupt) as exc:
+    except (BundleError, KeyboardInterrupt) as exc:
         _stop_compose_up(starting)
         saved = save_logs(stack, run_dir)
         rolled_back = ""
@@ -258,7 +256,7 @@ def _check_model_against_lock(dep) -> None:
     lock pins (file sizes, small files' sha256) is refused before anything starts."""
     from pathlib import Path
 
-    from bundle.errors import EXIT_CONFIG
+    from bundle.errors import InputError
     from bundle.lock import load_lock
     from bundle.images.model import check_folder, differences_text, pin_for_folder
 
@@ -268,10 +266,9 @@ def _check_model_against_lock(dep) -> None:
         return
     differences = check_folder(folder, pin)
     if differences:
-        raise BundleError(f"{dep.model_path} (model.path): {differences_text(differences, pin)}",
-                          exit_code=EXIT_CONFIG,
-                          hint="bundle model fetch (downloads exactly the pinned revision), or `bundle model pin` "
-                               "for this checkpoint")
+        raise InputError(f"{dep.model_path} (model.path): {differences_text(differences, pin)}",
+                         hint="bundle model fetch (downloads exactly the pinned revision), or `bundle model pin` "
+                              "for this checkpoint")
 
 
 def _attest(dep, rendered, run_dir, reporter: Reporter) -> None:
@@ -282,8 +279,8 @@ def _attest(dep, rendered, run_dir, reporter: Reporter) -> None:
     (run_dir / "attestation.json").write_text(result.to_json() + "\n")
     attest.print_findings(result, reporter)
     if not result.ok:
-        raise BundleError("attestation failed: the servers do not run what the config asked for",
-                          hint=f"see {run_dir / 'attestation.json'}; the stack is left running for a look")
+        raise Failed("attestation failed: the servers do not run what the config asked for",
+                     hint=f"see {run_dir / 'attestation.json'}; the stack is left running for a look")
 
 
 class _nullcontext:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.errors import EXIT_USAGE, BundleError
+from bundle.errors import UsageError
 from bundle.paths import compose_dir
 from bundle.render import rehearsal as sim_render, rehearsal_engine
 from bundle.topology import Topology
@@ -90,8 +90,8 @@ def get(name: str) -> Mode:
     try:
         return MODES[name]
     except KeyError:
-        raise BundleError(f"unknown rehearsal {name!r}", exit_code=EXIT_USAGE,
-                          hint=f"use --rehearsal {' or --rehearsal '.join(MODES)}") from None
+        raise UsageError(f"unknown rehearsal {name!r}",
+                         hint=f"use --rehearsal {' or --rehearsal '.join(MODES)}") from None
 
 
 def parse(value: str | bool | None, *, knobs: bool = False, tuning: bool = False) -> Mode | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from bundle.config.model import Deployment
-from bundle.errors import BundleError, ConfigError
+from bundle.errors import ConfigError, Failed
 from bundle.render.compose import Rendered
 from bundle.service.prepare import Prepared, prepare
 from bundle.service.rehearsal import Mode
@@ -85,6 +85,6 @@ def write_folder(made: TargetRender, folder: str, *, kubectl_dry_run: bool = Fal
 
         ok, text = manifests.kubectl_dry_run(Path(folder))
         if ok is False:
-            raise BundleError(f"kubectl apply --dry-run=client refused {folder}:\n{text}")
+            raise Failed(f"kubectl apply --dry-run=client refused {folder}:\n{text}")
         checked += f"; kubectl: {text}"
     return FolderWritten(written, checked)

@@ -6,7 +6,7 @@ rehearsal's one substitution."""
 from __future__ import annotations
 
 from bundle.config.model import Deployment
-from bundle.errors import EXIT_TIMEOUT, EXIT_USAGE, BundleError
+from bundle.errors import BundleError, Failed, TimedOut, UsageError
 from bundle.render import slurm as slurm_render
 from bundle.rules import slurm as slurm_rules
 from bundle.service.launch import LaunchRequest
@@ -36,10 +36,10 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     for warning in made.warnings:
         reporter.print(f"[yellow]warning:[/] {warning}")
     if not mode:
-        raise BundleError("launch --target slurm submits to the rehearsal cluster only (this host cannot reach "
-                          "a real one's front door through the driver yet)", exit_code=EXIT_USAGE,
-                          hint=f"`bundle render --target slurm {topology.name} -o DIR` and `sbatch DIR/job.sbatch` "
-                               "on the cluster (docs/slurm.md), or add --rehearsal")
+        raise UsageError("launch --target slurm submits to the rehearsal cluster only (this host cannot reach "
+                         "a real one's front door through the driver yet)",
+                         hint=f"`bundle render --target slurm {topology.name} -o DIR` and `sbatch DIR/job.sbatch` "
+                              "on the cluster (docs/slurm.md), or add --rehearsal")
     from bundle.slurm import cluster as clusters, image as node_image
     from bundle.slurm.stack import SlurmRehearsalStack
 
@@ -49,8 +49,8 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     project = clusters.project_for(dep.project_name(topology.name))
     cluster = clusters.Cluster(project)
     if cluster.containers():
-        raise BundleError(f"{project}: a rehearsal cluster is up already", exit_code=EXIT_USAGE,
-                          hint="`bundle down` first (a Slurm job is not reconciled in place)")
+        raise UsageError(f"{project}: a rehearsal cluster is up already",
+                         hint="`bundle down` first (a Slurm job is not reconciled in place)")
     start = time.monotonic()
     reporter.print(f"rehearsal ({mode.name}) on Slurm: the node image (built once per hash of its inputs) ...")
     mode.ensure_artifacts(report=say)
@@ -119,7 +119,7 @@ def _wait_cluster(cluster, say, timeout: float = 90):
             say("cluster: " + ", ".join(f"{n} idle" for n in sorted(states)))
             return client
         time.sleep(1)
-    raise BundleError(f"the rehearsal cluster's nodes did not register within {timeout:.0f} s: {last or states}")
+    raise Failed(f"the rehearsal cluster's nodes did not register within {timeout:.0f} s: {last or states}")
 
 
 def _wait_ready(stack, record, job, topology, front, dep, *, timeout: float, say) -> float:
@@ -142,7 +142,7 @@ def _wait_ready(stack, record, job, topology, front, dep, *, timeout: float, say
         if lost:
             role, why = next(iter(lost.items()))
             tail = "".join(stack.logs(role, tail=5).splitlines(keepends=True)[-5:])
-            raise BundleError(f"{role} was lost: {why}" + (f"\n{tail}" if tail else ""))
+            raise Failed(f"{role} was lost: {why}" + (f"\n{tail}" if tail else ""))
         for name in servers:
             if name not in healthy and workers.get(name, "/health", timeout=10).status == 200:
                 healthy.add(name)
@@ -153,15 +153,14 @@ def _wait_ready(stack, record, job, topology, front, dep, *, timeout: float, say
                 try:
                     answer = first_generation(front, dep.smoke.checks[0].prompt, timeout=120)
                 except (requests.RequestException, ValueError, KeyError) as exc:
-                    raise BundleError(f"the router is ready but a generation through it failed: {exc}") from None
+                    raise Failed(f"the router is ready but a generation through it failed: {exc}") from None
                 say(f"front door: {detail}; a generation through it: {answer[:60]!r}")
                 return time.monotonic() - start
             if detail != said:
                 say(f"front door: {detail}")
                 said = detail
         time.sleep(2)
-    raise BundleError(f"not ready within {timeout:.0f} s (healthy: {', '.join(sorted(healthy)) or 'none'})",
-                      exit_code=EXIT_TIMEOUT)
+    raise TimedOut(f"not ready within {timeout:.0f} s (healthy: {', '.join(sorted(healthy)) or 'none'})")
 
 
 def _save_logs(cluster, run_dir) -> str:

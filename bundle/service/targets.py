@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from bundle.errors import EXIT_USAGE, BundleError
+from bundle.errors import UsageError
 from bundle.render import compose, k8s, slurm as slurm_render
 from bundle.rules import k8s as k8s_rules, slurm as slurm_rules
 from bundle.service import launch as compose_launch, slurm_launch
@@ -86,8 +86,7 @@ def get(name: str) -> Target:
     try:
         return TARGETS[name]
     except KeyError:
-        raise BundleError(f"unknown render target {name!r}; known: {', '.join(TARGETS)}",
-                          exit_code=EXIT_USAGE) from None
+        raise UsageError(f"unknown render target {name!r}; known: {', '.join(TARGETS)}") from None
 
 
 def launched_projects(base: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import BundleError, EnvironmentProblem
 from bundle.stack import engine
 
 
@@ -17,10 +17,9 @@ def _run_here(args: list[str], *, stdin: str | None, workdir: str | None, timeou
     try:
         done = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=timeout, cwd=workdir)
     except FileNotFoundError:
-        raise BundleError(f"{args[0]}: not found; run this on a Slurm submit host", exit_code=EXIT_ENVIRONMENT) from None
+        raise EnvironmentProblem(f"{args[0]}: not found; run this on a Slurm submit host") from None
     except subprocess.TimeoutExpired:
-        raise BundleError(f"{' '.join(args)} gave no answer within {timeout:.0f} s",
-                          exit_code=EXIT_ENVIRONMENT) from None
+        raise EnvironmentProblem(f"{' '.join(args)} gave no answer within {timeout:.0f} s") from None
     return done.returncode, done.stdout, done.stderr
 
 
@@ -40,8 +39,7 @@ class SlurmClient:
         else:
             code, stdout, stderr = _run_here(args, stdin=stdin, workdir=self.workdir, timeout=timeout)
         if code != 0:
-            raise BundleError(f"{' '.join(args)} failed ({code}): {stderr.strip()[-500:]}",
-                              exit_code=EXIT_ENVIRONMENT)
+            raise EnvironmentProblem(f"{' '.join(args)} failed ({code}): {stderr.strip()[-500:]}")
         return stdout
 
     def sbatch(self, script: str) -> str:

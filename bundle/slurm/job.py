@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bundle.errors import EXIT_TIMEOUT, BundleError
+from bundle.errors import Failed, TimedOut
 from bundle.slurm.client import SlurmClient
 from bundle.stack import runstate
 
@@ -76,13 +76,13 @@ def wait_allocated(client: SlurmClient, job_id: str, *, timeout: float, report) 
         if state == "RUNNING":
             return client.hostnames(fields["NodeList"])
         if state in ENDED:
-            raise BundleError(f"job {job_id} ended before it ran: {state} ({fields.get('Reason', '')})")
+            raise Failed(f"job {job_id} ended before it ran: {state} ({fields.get('Reason', '')})")
         line = f"job {job_id}: {state or 'unknown'} ({fields.get('Reason', '')})"
         if line != said:
             report(line)
             said = line
         time.sleep(1)
-    raise BundleError(f"job {job_id} was not given its nodes within {timeout:.0f} s", exit_code=EXIT_TIMEOUT)
+    raise TimedOut(f"job {job_id} was not given its nodes within {timeout:.0f} s")
 
 
 def lost_roles(record: JobRecord, *, starting: set[str] | None = None) -> dict[str, str]:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from bundle.errors import EXIT_TIMEOUT, BundleError
+from bundle.errors import BundleError, Failed, TimedOut
 from bundle.service.bench import run_bench
 from bundle.service.launch import LaunchRequest, launch
 from bundle.service.smoke import run_smoke
@@ -106,14 +106,14 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, reporter: Reporter) -
         line["seconds"]["smoke"] = round(time.monotonic() - t, 1)
         line["smoke_report"] = smoked["report"]
         if not smoked["ok"]:
-            raise BundleError(f"smoke failed: {smoked['reason']}")
+            raise Failed(f"smoke failed: {smoked['reason']}")
         phase = "bench"
         t = time.monotonic()
         benched = _bench(dep, topology, record, f"tune {cand.name}", reporter)
         line["seconds"]["bench"] = round(time.monotonic() - t, 1)
         line.update(levels=benched["levels"], bench_run_id=benched["run_id"])
         if not benched["ok"]:
-            raise BundleError(f"bench: {benched['reason']}", exit_code=EXIT_TIMEOUT if benched["timeout"] else 1)
+            raise (TimedOut if benched["timeout"] else Failed)(f"bench: {benched['reason']}")
         line.update(status="ok", phase="done")
     except KeyboardInterrupt:
         reporter.print(f"interrupted during {cand.name}'s {phase}: taking its stack down (volumes kept); "
@@ -121,7 +121,7 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, reporter: Reporter) -
         _down(plan.project, timeout=10)
         raise
     except BundleError as exc:
-        line.update(status="timeout" if exc.exit_code == EXIT_TIMEOUT else "failed", phase=phase,
+        line.update(status="timeout" if isinstance(exc, TimedOut) else "failed", phase=phase,
                     reason=_short(exc.message))
     t = time.monotonic()
     _down(plan.project)

@@ -17,7 +17,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EnvironmentProblem
 
 # The image's platform: CPython 3.12 on x86_64 Linux (docs/images.md).
 WHEEL_PLATFORM = "manylinux_2_34_x86_64"
@@ -78,11 +78,10 @@ def download_wheel(package: str, version: str, python_version: str | None, into:
     found = sorted(p for p in into.glob("*.whl") if p.name.split("-")[1] == version
                    and canonicalize_name(p.name.split("-")[0]) == canonicalize_name(dist))
     if proc.returncode != 0 or not found:
-        raise BundleError(f"{package}=={version}: no wheel for "
-                          f"{f'CPython {python_version} on {WHEEL_PLATFORM}' if python_version else 'this Python'} "
-                          f"could be downloaded: {(proc.stderr or proc.stdout).strip()[-400:]}",
-                          exit_code=EXIT_ENVIRONMENT,
-                          hint=f"check the version exists (`pip index versions {package}`) and PyPI is reachable")
+        raise EnvironmentProblem(f"{package}=={version}: no wheel for "
+                                 f"{f'CPython {python_version} on {WHEEL_PLATFORM}' if python_version else 'this Python'} "
+                                 f"could be downloaded: {(proc.stderr or proc.stdout).strip()[-400:]}",
+                                 hint=f"check the version exists (`pip index versions {package}`) and PyPI is reachable")
     return found[0]
 
 

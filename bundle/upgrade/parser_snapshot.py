@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EnvironmentProblem
 
 # parser name (bundle.rules.argspec.SPECS) -> the distribution that owns it
 PARSERS = {"sglang-server": "sglang", "smg": "smg"}
@@ -59,9 +59,9 @@ def site_folder(wheels: list[Path]) -> Path:
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--upgrade",
                            "--target", str(site), *map(str, wheels)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise BundleError(f"could not unpack {', '.join(w.name for w in wheels)} into {site}: "
-                          f"{proc.stderr.strip()[-400:]}", exit_code=EXIT_ENVIRONMENT,
-                          hint="check the disk space of the temporary folder; run again")
+        raise EnvironmentProblem(f"could not unpack {', '.join(w.name for w in wheels)} into {site}: "
+                                 f"{proc.stderr.strip()[-400:]}",
+                                 hint="check the disk space of the temporary folder; run again")
     (site / ".complete").write_text("")
     return site
 
@@ -79,10 +79,10 @@ def snapshot(wheels: list[Path], project_root: Path) -> dict:
         proc = subprocess.run([sys.executable, "-m", "bundle.upgrade.parser_snapshot", out.name], env=env,
                               capture_output=True, text=True, check=False, timeout=900)
         if proc.returncode != 0:
-            raise BundleError(f"the parsers of {', '.join(w.name for w in wheels)} could not be read: "
-                              f"{(proc.stderr or proc.stdout).strip()[-600:]}", exit_code=EXIT_ENVIRONMENT,
-                              hint="the driver's environment needs the parser's light dependencies "
-                                   "(requirements/dev.txt)")
+            raise EnvironmentProblem(f"the parsers of {', '.join(w.name for w in wheels)} could not be read: "
+                                     f"{(proc.stderr or proc.stdout).strip()[-600:]}",
+                                     hint="the driver's environment needs the parser's light dependencies "
+                                          "(requirements/dev.txt)")
         kept.write_text(Path(out.name).read_text())
         return json.loads(kept.read_text())
 
