@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EXIT_ENVIRONMENT, BundleError, DockerFailed
 from bundle.images import build
 from bundle.lock import load_lock
 from bundle.stack import engine
@@ -60,7 +60,7 @@ def test_a_pulled_python_image_becomes_the_standin_base_without_the_script(monke
 
 def test_no_registry_and_no_cpython_stops_before_the_script(monkeypatch, tmp_path):
     def refused(ref):
-        raise BundleError(f"docker pull {ref} failed:\nno such host")
+        raise DockerFailed(f"docker pull {ref} failed:\nno such host")
     monkeypatch.setattr(engine, "image_facts", lambda ref: None)
     monkeypatch.setattr(engine, "pull_image", refused)
     monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: pytest.fail("the script must not run"))

@@ -13,7 +13,7 @@ from bundle.commands._common import load
 from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.config.source import DEFAULTS_NAME
-from bundle.errors import BundleError, EnvironmentProblem
+from bundle.errors import EnvironmentProblem, InputError, NotFound
 from bundle.service import targets
 from bundle.stack import docker, engine, runstate
 from bundle.topology import Topology
@@ -71,7 +71,7 @@ def candidates(args: argparse.Namespace) -> list[Target]:
             if project not in records:
                 try:
                     records[project] = runstate.load(project)
-                except BundleError:
+                except InputError:
                     records[project] = None
     out = []
     for project, record in records.items():
@@ -90,9 +90,9 @@ def one_running(args: argparse.Namespace, *, verb: str) -> Target:
     up = [t for t in found if t.up]
     if not up:
         names = ", ".join(t.project for t in found[:4])
-        raise EnvironmentProblem(f"nothing to {verb}: {names or 'no project'} is not running",
-                                 hint=f"`bundle launch {getattr(args, 'topology', None) or '|'.join(registry.NAMES)}` "
-                                      "first (add --rehearsal to rehearse without GPUs)")
+        raise NotFound(f"nothing to {verb}: {names or 'no project'} is not running",
+                       hint=f"`bundle launch {getattr(args, 'topology', None) or '|'.join(registry.NAMES)}` "
+                            "first (add --rehearsal to rehearse without GPUs)")
     if len(up) > 1:
         listing = ", ".join(f"{t.project} ({t.topology.name})" for t in up)
         raise EnvironmentProblem(f"{len(up)} topologies are up ({listing}); name the one to {verb}",

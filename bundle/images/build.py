@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundle import __version__, paths
-from bundle.errors import BundleError, EnvironmentProblem, InputError, did_you_mean
+from bundle.errors import DockerFailed, EnvironmentProblem, InputError, did_you_mean
 from bundle.images import kernels_jit, legacy
 from bundle.lock import LOCK_HASH_LABEL, Lock
 from bundle.images.reference import local_name
@@ -296,7 +296,7 @@ def ensure_standin_base(ref: str, lock: Lock, report: Callable[[str], None] = pr
         report(f"stand-in base: pulling {python_image} ...")
         try:
             engine.pull_image(python_image)
-        except BundleError as exc:
+        except DockerFailed as exc:
             report(f"stand-in base: no registry gave it ({exc.message.splitlines()[-1][:120]})")
             return False
         return True

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.errors import EnvironmentProblem, Failed
+from bundle.errors import Failed, NotFound
 from bundle.lock import LOCK_HASH_LABEL, Lock
 from bundle.images.reference import registry_of
 from bundle.images.sbom import SBOM_LABEL, SBOM_PATH
@@ -54,8 +54,8 @@ def check_pushable(plan: PushPlan) -> bytes:
 
     facts = engine.image_facts(plan.source)
     if facts is None:
-        raise EnvironmentProblem(f"image {plan.source} is not here, so there is nothing to push",
-                                 hint="build it first: `bundle build` (or name another with --image REF)")
+        raise NotFound(f"image {plan.source} is not here, so there is nothing to push",
+                       hint="build it first: `bundle build` (or name another with --image REF)")
     label = facts.labels.get(LOCK_HASH_LABEL)
     if label != plan.lock_hash:
         raise Failed(f"{plan.source} was built from lock {label or 'unknown'}, docker/lock.toml is "

@@ -20,7 +20,7 @@ from types import MappingProxyType
 
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
-from bundle.errors import BundleError, EnvironmentProblem, Failed
+from bundle.errors import BundleError, EnvironmentProblem, Failed, InputError, NotFound
 from bundle.service.prepare import load, prepare
 from bundle.service.rehearsal import Mode, name_of
 from bundle.stack import docker, engine, runstate
@@ -82,8 +82,8 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
         reporter.print(f"rehearsal ({request.rehearsal.name}): building the image if its inputs changed ...")
         request.rehearsal.ensure_artifacts(report=plain(reporter))
     elif not engine.image_exists(rendered.env["BUNDLE_IMAGE"]):
-        raise EnvironmentProblem(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
-                                 hint="`make image` to build it, or `bundle pull` to fetch the published one")
+        raise NotFound(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
+                       hint="`make image` to build it, or `bundle pull` to fetch the published one")
     if request.monitoring:
         from bundle.images import prometheus
 
@@ -93,7 +93,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     snapshot = reconciling.Snapshot.of(rendered.written_paths() + [record_path, collectives_path])
     try:
         previous = runstate.load(project) if reconcile and record_path.is_file() else None
-    except BundleError:
+    except InputError:
         previous = None  # an unreadable record: this launch writes a new one
     rendered.write()
     run_dir = runstate.new_run_dir(project, "launch")

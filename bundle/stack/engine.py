@@ -21,7 +21,7 @@ from python_on_whales import DockerClient
 from python_on_whales.client_config import ClientNotFoundError, ParsingError
 from python_on_whales.exceptions import DockerException
 
-from bundle.errors import BundleError, DockerFailed, EngineUnreachable, EnvironmentProblem, Failed
+from bundle.errors import BundleError, DockerFailed, EngineUnreachable, EnvironmentProblem, Failed, NotFound
 
 
 def _debug() -> bool:
@@ -46,9 +46,9 @@ def require_compose() -> None:
     with docker_errors("cannot ask docker for its compose plugin"):
         installed = client().compose.is_installed()
     if not installed:
-        raise EnvironmentProblem("the Docker Compose v2 plugin (`docker compose`) is not installed",
-                                 hint="install docker-compose-plugin, or run `make install` which adds it "
-                                      "to ~/.docker/cli-plugins")
+        raise EngineUnreachable("the Docker Compose v2 plugin (`docker compose`) is not installed",
+                                hint="install docker-compose-plugin, or run `make install` which adds it "
+                                     "to ~/.docker/cli-plugins")
 
 
 def engine_versions() -> dict[str, str]:
@@ -192,9 +192,9 @@ def run_audit_container(image: str, command: list[str], *, volumes: list[tuple[P
     after `timeout` s. A non-zero exit is returned, not raised: the caller says what it means."""
     require_engine()
     if not image_exists(image):
-        raise EnvironmentProblem(f"image {image} is not here",
-                                 hint="build it (`bundle build`, or `bundle build --standin` without a GPU) "
-                                      "or pull it (`bundle pull`), or name another with --image REF")
+        raise NotFound(f"image {image} is not here",
+                       hint="build it (`bundle build`, or `bundle build --standin` without a GPU) "
+                            "or pull it (`bundle pull`), or name another with --image REF")
     run = run_throwaway(image, command, purpose="audit", timeout=timeout, env=env, volumes=volumes,
                         networks=["none"], user=user)
     return AuditRun(None if run.killed else run.exit_code, run.output)

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from bundle import paths
-from bundle.errors import BundleError, InputError
+from bundle.errors import InputError
 
 RECORD_NAME = "launch.json"
 
@@ -89,6 +89,6 @@ def all_records() -> list[LaunchRecord]:
     for path in sorted(paths.runs_dir().glob(f"*/{RECORD_NAME}")):
         try:
             out.append(_read(path))
-        except BundleError:
+        except InputError:
             continue  # a damaged record of some other project is not this command's business
     return out

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from bundle.errors import BundleError, Failed, TimedOut
+from bundle.errors import BundleError, Failed, InputError, TimedOut
 from bundle.service.bench import run_bench
 from bundle.service.launch import LaunchRequest, launch
 from bundle.service.smoke import run_smoke
@@ -97,7 +97,7 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, reporter: Reporter) -
             line["seconds"]["launch"] = round(time.monotonic() - t0, 1)
             try:
                 line["launch_run_dir"] = runstate.load(plan.project).run_dir
-            except BundleError:
+            except InputError:
                 pass
         record = runstate.load(plan.project)
         phase = "smoke"

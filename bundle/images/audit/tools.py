@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bundle import paths
-from bundle.errors import EnvironmentProblem
+from bundle.errors import EnvironmentProblem, NotFound
 
 CUOBJDUMP = "py/nvidia/cu13/bin/cuobjdump"
 PYTHON = "3.12"  # the image's Python: the tools' compiled wheels (lxml, rpds-py) must match it
@@ -31,7 +31,7 @@ def ensure(report=None) -> Path:
     """The tools folder, installed (again) when requirements/audit-tools.txt changed."""
     req = requirements_file()
     if not req.is_file():
-        raise EnvironmentProblem(f"{req}: missing", hint="restore it from git")
+        raise NotFound(f"{req}: missing", hint="restore it from git")
     folder = _driver_root() / ".cache" / "audit-tools"
     stamp = folder / "installed-from.sha256"
     digest = hashlib.sha256(req.read_bytes()).hexdigest()
