@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Bottom first. A unit is a package (bundle/stack/) or a top-level module (bundle/lock.py); units on one
 # layer are peers and do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "memo", "checks", "findings", "streamed", "simulator"),  # the simulator runs alone, inside the rehearsal image
-    ("paths", "durations"),
+    ("errors", "memo", "checks", "findings", "simulator"),  # the simulator runs alone, inside the rehearsal image
+    ("paths", "durations", "run"),  # run: the one funnel for outside commands
     ("topology", "monitoring"),
     ("config",),
     ("lock", "stack"),

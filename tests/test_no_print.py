@@ -28,6 +28,7 @@ ALLOWED = {
                                         "asking); still the one the derived images' builds get: to route",
     "stack/engine.py::_cli_build_lines": "BUNDLE_DEBUG's echo of each docker command before it runs, as "
                                          "python-on-whales' debug mode does for its own",
+    "run.py::_show": "BUNDLE_DEBUG's echo of each outside command before it runs, on stderr",
 }
 
 

@@ -52,7 +52,7 @@ def test_a_pulled_python_image_becomes_the_standin_base_without_the_script(monke
     monkeypatch.setattr(engine, "image_facts", lambda ref: None)
     monkeypatch.setattr(engine, "pull_image", lambda ref: calls.append(("pull", ref)))
     monkeypatch.setattr(engine, "tag_image", lambda src, dst: calls.append(("tag", src, dst)))
-    monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: pytest.fail("the script must not run"))
+    monkeypatch.setattr(build, "run_root_script", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     build.ensure_standin_base("bundle-test/standin:x", load_lock(), report=lambda _m: None)
     assert calls == [("pull", PINNED), ("tag", PINNED, "bundle-test/standin:x")]
@@ -63,7 +63,7 @@ def test_no_registry_and_no_cpython_stops_before_the_script(monkeypatch, tmp_pat
         raise DockerFailed(f"docker pull {ref} failed:\nno such host")
     monkeypatch.setattr(engine, "image_facts", lambda ref: None)
     monkeypatch.setattr(engine, "pull_image", refused)
-    monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: pytest.fail("the script must not run"))
+    monkeypatch.setattr(build, "run_root_script", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     with pytest.raises(BundleError, match="cannot make the stand-in base"):
         build.ensure_standin_base("bundle-test/standin:x", load_lock(), report=lambda _m: None)

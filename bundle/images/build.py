@@ -17,15 +17,15 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundle import __version__, paths
-from bundle.errors import DockerFailed, EnvironmentProblem, InputError, did_you_mean
+from bundle.errors import CommandFailed, DockerFailed, EnvironmentProblem, InputError, did_you_mean
 from bundle.images import kernels_jit, legacy
 from bundle.lock import LOCK_HASH_LABEL, Lock
+from bundle.run import run
 from bundle.images.reference import local_name
 from bundle.images.root_script import run_root_script
 
@@ -123,11 +123,10 @@ class Plan:
 
 def _git(*args: str) -> str:
     try:
-        out = subprocess.run(["git", *args], cwd=paths.project_root(), check=False, capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        out = run(["git", *args], cwd=paths.project_root(), timeout=10, check=False)
+    except CommandFailed:  # no git, or it hung: the label says so instead
         return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+    return out.stdout.strip() if out.ok else ""
 
 
 def oci_labels(lock: Lock) -> dict[str, str]:

@@ -20,7 +20,6 @@ import argparse
 import hashlib
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 from bundle.errors import BundleError, ConfigError, EnvironmentProblem, Failed
 from bundle.images.cuda_toolchain import wheel_pins
 from bundle.lock import Lock, load_lock, requirements_dir
+from bundle.run import run
 
 LAYERS = ("base", "framework", "pd")
 FRAMEWORK_PACKAGES = ("torch", "sglang", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
@@ -114,7 +114,8 @@ def _compile(in_file: Path, out_file: Path, python_version: str, override: Path 
         cmd += ["--override", str(override)]
     if constraint is not None:
         cmd += ["--constraint", str(constraint)]
-    proc = subprocess.run(cmd, cwd=in_file.parent, check=False, capture_output=True, text=True)
+    # uv resolves a layer in seconds from its cache, a minute or two cold; an hour means a hung index.
+    proc = run(cmd, cwd=in_file.parent, timeout=3600, check=False)
     if proc.returncode != 0:
         raise Failed(f"{in_file}: the pins do not resolve together:\n{proc.stderr.strip()}",
                      hint="change the conflicting pin in docker/lock.toml, then `make lock`")

@@ -124,15 +124,16 @@ def kubectl_dry_run(folder: Path, *, timeout: float = 60) -> tuple[bool | None, 
     for its OpenAPI schema), so without a cluster it cannot run; with one it also needs the
     LeaderWorkerSet CRD installed there."""
     import shutil
-    import subprocess
+
+    from bundle.errors import CommandTimedOut
+    from bundle.run import run
 
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         return None, "skipped: no kubectl on PATH"
     try:
-        done = subprocess.run([kubectl, "apply", "--dry-run=client", "-f", str(folder)], capture_output=True,
-                              text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+        done = run([kubectl, "apply", "--dry-run=client", "-f", str(folder)], timeout=timeout, check=False)
+    except CommandTimedOut:
         return None, f"skipped: kubectl gave no answer in {timeout:.0f} s (no cluster reachable?)"
     text = (done.stdout + done.stderr).strip()
     if done.returncode == 0:

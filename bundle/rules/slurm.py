@@ -3,12 +3,12 @@ All problems are collected; each names the file, the line, the key path and the 
 
 from __future__ import annotations
 
-import subprocess
 
 from bundle.config.model import Deployment
 from bundle.config.source import format_path
 from bundle.render.slurm import commands
 from bundle.rules.check import RulesReport
+from bundle.run import run
 from bundle.topology import Topology
 
 
@@ -52,6 +52,6 @@ CHECKED = "bash -n (the script parses) and the Slurm rules of bundle.yaml"
 def problems(output) -> list[str]:
     """What is wrong with a rendered script (empty when nothing): bash must parse it."""
     script = output.native_script() if output.native else output.script
-    proc = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True, check=False)
+    proc = run(["bash", "-n"], input=script, timeout=60, check=False)  # parsing a page of shell: instant
     return [] if proc.returncode == 0 else [f"the sbatch script for {output.topology.name} does not parse: "
                                              f"{proc.stderr.strip()}"]

@@ -1,26 +1,31 @@
 """Slurm's own commands (sbatch, squeue, scontrol, sinfo, scancel, sacct), run on a submit host or,
 for the rehearsal, inside its controller container (`docker exec`, through the engine's funnel,
-bundle/stack/engine.py): the same commands either way. Non-zero exits become one BundleError naming
-the command and its stderr."""
+bundle/stack/engine.py) or through the funnel for outside commands here (bundle/run.py): the same
+commands either way. A missing command, a hang or a non-zero exit becomes one EnvironmentProblem naming
+the command and its stderr (the host's Slurm is what is lacking)."""
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 
-from bundle.errors import BundleError, EnvironmentProblem
+from bundle.errors import CommandMissing, CommandTimedOut, EnvironmentProblem
+from bundle.run import Finished, run
 from bundle.stack import engine
 
 
-def _run_here(args: list[str], *, stdin: str | None, workdir: str | None, timeout: float) -> tuple[int, str, str]:
+def _run_here(args: list[str], *, stdin: str | None, workdir: str | None, timeout: float) -> Finished:
     """A Slurm command on this (submit) host."""
     try:
-        done = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=timeout, cwd=workdir)
-    except FileNotFoundError:
-        raise EnvironmentProblem(f"{args[0]}: not found; run this on a Slurm submit host") from None
-    except subprocess.TimeoutExpired:
-        raise EnvironmentProblem(f"{' '.join(args)} gave no answer within {timeout:.0f} s") from None
-    return done.returncode, done.stdout, done.stderr
+        return run(args, input=stdin, cwd=workdir, timeout=timeout, check=False)
+    except CommandMissing:
+        raise CommandMissing(f"{args[0]}: not found; run this on a Slurm submit host", command=args,
+                             returncode=None) from None
+    except CommandTimedOut as exc:
+        raise EnvironmentProblem(f"{' '.join(args)} gave no answer within {timeout:.0f} s") from exc
+
+
+class SlurmCommandFailed(EnvironmentProblem):
+    """A Slurm command answered with a non-zero exit (the cluster refused or does not know)."""
 
 
 @dataclass(frozen=True)
@@ -34,13 +39,12 @@ class SlurmClient:
 
     def run(self, args: list[str], *, stdin: str | None = None, timeout: float = 30) -> str:
         if self.container:
-            code, stdout, stderr = engine.exec_with_input(self.container, args, stdin=stdin, workdir=self.workdir,
-                                                          timeout=timeout)
+            done = engine.exec_with_input(self.container, args, stdin=stdin, workdir=self.workdir, timeout=timeout)
         else:
-            code, stdout, stderr = _run_here(args, stdin=stdin, workdir=self.workdir, timeout=timeout)
-        if code != 0:
-            raise EnvironmentProblem(f"{' '.join(args)} failed ({code}): {stderr.strip()[-500:]}")
-        return stdout
+            done = _run_here(args, stdin=stdin, workdir=self.workdir, timeout=timeout)
+        if not done.ok:
+            raise SlurmCommandFailed(f"{' '.join(args)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+        return done.stdout
 
     def sbatch(self, script: str) -> str:
         """Submit a script (read from stdin, as sbatch allows); returns the job id."""
@@ -50,7 +54,7 @@ class SlurmClient:
         """`scontrol show job -o`: the job's fields (JobState, NodeList, Reason, ...); {} once forgotten."""
         try:
             out = self.run(["scontrol", "show", "job", "-o", job_id])
-        except BundleError as exc:
+        except SlurmCommandFailed as exc:
             if "Invalid job id" in exc.message:
                 return {}
             raise
@@ -86,7 +90,7 @@ class SlurmClient:
         """sacct's record of the job, or None where the cluster keeps no accounting (the rehearsal)."""
         try:
             return self.run(["sacct", "-j", job_id, "-o", "JobID,JobName,State,ExitCode,NodeList", "-P"])
-        except BundleError:
+        except EnvironmentProblem:
             return None
 
     def scancel(self, job_id: str) -> None:

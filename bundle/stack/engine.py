@@ -22,6 +22,7 @@ from python_on_whales.client_config import ClientNotFoundError, ParsingError
 from python_on_whales.exceptions import DockerException
 
 from bundle.errors import BundleError, DockerFailed, EngineUnreachable, EnvironmentProblem, Failed, NotFound
+from bundle.run import Finished
 
 
 def _debug() -> bool:
@@ -473,19 +474,20 @@ def run_streamed(image: str, command: list[str], *, name: str, volumes: list[tup
 
 
 def exec_with_input(container: str, argv: list[str], *, stdin: str | None, workdir: str | None,
-                    timeout: float) -> tuple[int, str, str]:
-    """`docker exec -i [-w WORKDIR] CONTAINER ARGV` with `stdin` fed to it: (exit code, stdout,
-    stderr). python-on-whales' execute cannot feed stdin (sbatch reads its script from there), so this
-    runs the client's own docker command with a time limit; a missing docker or a hang is a BundleError."""
-    import subprocess
+                    timeout: float) -> Finished:
+    """`docker exec -i [-w WORKDIR] CONTAINER ARGV` with `stdin` fed to it, whatever its exit status.
+    python-on-whales' execute cannot feed stdin (sbatch reads its script from there), so this runs the
+    client's own docker command through the funnel for outside commands (bundle/run.py), with a time
+    limit; a missing docker is EngineUnreachable, a hang an EnvironmentProblem."""
+    from bundle.errors import CommandMissing, CommandTimedOut
+    from bundle.run import run
 
     cmd = [*client().client_config.docker_cmd, "exec", "-i", *(["-w", workdir] if workdir else []), container,
            *argv]
     try:
-        done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise EnvironmentProblem("docker: not found",
-                                 hint="install the Docker CLI (docker.com/engine/install)") from None
-    except subprocess.TimeoutExpired:
-        raise EnvironmentProblem(f"{' '.join(argv)} in {container} gave no answer within {timeout:.0f} s") from None
-    return done.returncode, done.stdout, done.stderr
+        return run(cmd, input=stdin, timeout=timeout, check=False)
+    except CommandMissing:
+        raise EngineUnreachable("docker: not found",
+                                hint="install the Docker CLI (docker.com/engine/install)") from None
+    except CommandTimedOut as exc:
+        raise EnvironmentProblem(f"{' '.join(argv)} in {container} gave no answer within {timeout:.0f} s") from exc

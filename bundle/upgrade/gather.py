@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bundle import paths
-from bundle.streamed import stream
+from bundle.run import stream
 from bundle.errors import Failed
 from bundle.images import audit_record
 from bundle.lock import Lock

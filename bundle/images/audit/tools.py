@@ -5,12 +5,12 @@ manylinux x86_64, and mounted read-only into the audited container: never part o
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import sys
 from pathlib import Path
 
 from bundle import paths
 from bundle.errors import EnvironmentProblem, NotFound
+from bundle.run import run
 
 CUOBJDUMP = "py/nvidia/cu13/bin/cuobjdump"
 PYTHON = "3.12"  # the image's Python: the tools' compiled wheels (lxml, rpds-py) must match it
@@ -44,7 +44,7 @@ def ensure(report=None) -> Path:
            "--target", str(folder / "py"), "--require-hashes", "--no-deps", "--only-binary=:all:",
            "--python-version", PYTHON, "--implementation", "cp", "--abi", "cp312", "--abi", "abi3",
            "--abi", "none", *platforms, "-r", str(req)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = run(cmd, timeout=3600, check=False)  # a few hundred MB of wheels; an hour means a hung index
     if proc.returncode != 0 or not (folder / CUOBJDUMP).is_file():
         tail = " / ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
         raise EnvironmentProblem(f"installing the audit tools from {req} failed: {tail}",
