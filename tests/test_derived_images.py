@@ -10,7 +10,7 @@ import pytest
 from bundle.errors import InputError
 from bundle import image_tags
 from bundle.images import derived, rehearsal
-from bundle.slurm import image as slurm_image
+from bundle.targets.slurm import image as slurm_image
 from bundle.stack import engine
 
 

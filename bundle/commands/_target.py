@@ -14,7 +14,7 @@ from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.config.source import DEFAULTS_NAME
 from bundle.errors import EnvironmentProblem, InputError, NotFound
-from bundle.service import targets
+from bundle.targets import registry as targets
 from bundle.stack import docker, engine, runstate
 from bundle.topology import Topology
 

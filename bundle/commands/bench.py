@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     console = report_console(stderr=args.json)  # --json: stdout holds the record alone
     if request.soak:
         return _soak(args, request, target, console)
-    benched = bench_service.benchmark(dep, topology, record, request, console)
+    benched = bench_service.benchmark(dep, topology, record, target.stack(), request, console)
     result = benched.result
     if args.json:
         print(front_door(dep, topology).redact(json.dumps(result, indent=2)))
@@ -118,7 +118,7 @@ def _soak(args, request, target, console) -> int:
     from bundle.verify import tables
 
     dep, topology, record = target.dep, target.topology, target.launch
-    soaked = bench_service.soak(dep, topology, record, request, console)
+    soaked = bench_service.soak(dep, topology, record, target.stack(), request, console)
     result = soaked.result
     if args.json:
         print(front_door(dep, topology).redact(json.dumps(result, indent=2)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from bundle.commands._common import add_config_argument, add_rehearsal_arguments, add_topology_argument, sim_knobs
-from bundle.service import targets
+from bundle.targets import registry as targets
 from bundle.service.launch import LaunchRequest
 from bundle.verify.console import report_console
 

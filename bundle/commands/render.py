@@ -1,6 +1,6 @@
 """`bundle render tp4|pd|dp [-c FILE]`: write the env file and print compose's own resolved configuration;
 `bundle render --target NAME tp4|pd|dp [-c FILE] -o DIR`: write the same topology for another engine
-(the targets: bundle/service/targets.py)."""
+(the targets: bundle/targets/registry.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import yaml
 
 from bundle.commands._common import add_config_argument, add_rehearsal_argument, add_topology_argument, resolve_rehearsal
 from bundle.errors import UsageError
-from bundle.service import rehearsal, targets
+from bundle.service import rehearsal
+from bundle.targets import registry as targets
 from bundle.service.prepare import prepare
 from bundle.service.render import render_target, resolve_compose, write_folder
 
@@ -75,7 +76,7 @@ def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
     made = render_target(target.renderer, target.rules, args.topology, config=args.config, rehearsal=mode)
     for warning in made.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    folder = write_folder(made, args.output, kubectl_dry_run=args.kubectl_dry_run)
+    folder = write_folder(made, args.output, dry_run=target.dry_run if args.kubectl_dry_run else None)
     for path in folder.written:
         print(path)
     print(f"# {len(folder.written)} {made.output.summary()}; {folder.checked}\n"

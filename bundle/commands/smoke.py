@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     dep, topology = target.dep, target.topology
     console = report_console(stderr=args.json)
     with console.status(f"smoke-testing {topology.name} at {front_door(dep, topology).url} ..."):
-        smoked = run_smoke(dep, topology, target.launch)
+        smoked = run_smoke(dep, topology, target.launch, target.stack())
     result, front = smoked.result, smoked.front
     # Greedy answers must not depend on the topology: hold them against the last report of another.
     others = [runstate.project_dir(dep.project_name(t.name)) for t in registry.TOPOLOGIES.values() if t != topology]

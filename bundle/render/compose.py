@@ -172,7 +172,7 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
 
 
 def for_target(dep: Deployment, rendered: Rendered) -> Rendered:
-    """The compose target (service/targets.py): the compose render is its own output."""
+    """The compose target (targets/registry.py): the compose render is its own output."""
     return rendered
 
 

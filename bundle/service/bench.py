@@ -21,7 +21,7 @@ from bundle.topology import Topology
 from bundle.verify import bench, comparable, runstore
 from bundle.verify.console import Reporter
 from bundle.verify.plot import plot_bench
-from bundle.service.targets import stack_of
+from bundle.api import StackView
 
 # A log gets a progress line at most this often (a terminal shows it live in the status line).
 PROGRESS_EVERY_S = 15.0
@@ -96,27 +96,25 @@ def stack_gone(stack, front_service: str) -> str | None:
     return None
 
 
-def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, plan: bench.BenchPlan, *,
-              on_level: Callable | None = None, on_progress: Callable | None = None):
+def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
+              plan: bench.BenchPlan, *, on_level: Callable | None = None, on_progress: Callable | None = None):
     """Every level of `plan` against what `record` launched; returns (the run's record, its folder)."""
-    stack = stack_of(record)
     return bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal, env=record.env,
                      target=record.target, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                      on_level=on_level, on_progress=on_progress,
                      stack_gone=lambda: stack_gone(stack, topology.front_service))
 
 
-def run_soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, plan: bench.BenchPlan, *,
-             duration_s: float, on_round: Callable | None = None):
+def run_soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
+             plan: bench.BenchPlan, *, duration_s: float, on_round: Callable | None = None):
     """One concurrency for `duration_s` against what `record` launched; returns (its record, its folder)."""
-    stack = stack_of(record)
     return bench.run_soak(stack, plan, duration_s=duration_s, project=record.project, rehearsal=record.rehearsal,
                           env=record.env, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                           on_round=on_round, stack_gone=lambda: stack_gone(stack, topology.front_service))
 
 
-def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, request: BenchRequest,
-              reporter: Reporter) -> Benched:
+def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
+              request: BenchRequest, reporter: Reporter) -> Benched:
     """`bundle bench`'s levels: each level and its progress reported, the run recorded (a level that
     fails is in the record: see Benched.bad_levels), its plot drawn. Raises BundleError for a request
     it cannot run (exit 2), before anything is sent."""
@@ -155,7 +153,7 @@ def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
             elif line.split(" (")[0] != printed["line"] and time.monotonic() - printed["at"] >= PROGRESS_EVERY_S:
                 reporter.print(line, markup=False)
                 printed.update(at=time.monotonic(), line=line.split(" (")[0])
-        result, run_dir = run_bench(dep, topology, record, plan, on_level=on_level, on_progress=on_progress)
+        result, run_dir = run_bench(dep, topology, record, stack, plan, on_level=on_level, on_progress=on_progress)
     baseline = asdict(dep.bench.baseline) if dep.bench.baseline else None
     # Only like with like in percent (bundle/verify/comparable.py): the named run is shown even when
     # it is unlike (its row says why there is no comparison); otherwise the latest run like this one.
@@ -185,8 +183,8 @@ def gate(history: list[dict], result: dict, run_dir: Path, *, percent: float, ag
     return gated
 
 
-def soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, request: BenchRequest,
-         reporter: Reporter) -> Soaked:
+def soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
+         request: BenchRequest, reporter: Reporter) -> Soaked:
     """`--soak DURATION`: one concurrency for a fixed time, each round reported; the record says
     whether it held (result["ok"])."""
     check(request)
@@ -198,7 +196,7 @@ def soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, req
                       output_len=request.output_len, prompts_per_concurrency=request.prompts_per_concurrency,
                       level_timeout=request.soak, range_ratio=request.range_ratio, label=request.label)
     reporter.print(f"soak {topology.name}: C={concurrency[0]} for {duration:.0f} s against {plan.base_url}")
-    result, run_dir = run_soak(dep, topology, record, plan, duration_s=duration,
+    result, run_dir = run_soak(dep, topology, record, stack, plan, duration_s=duration,
                                on_round=lambda n, left: reporter.print(f"round {n}: {left:.0f} s left"))
     return Soaked(result, run_dir, history_path(record.project))
 

@@ -42,7 +42,7 @@ class LaunchRequest:
     timeout: str | None = None  # the readiness limit, a duration; None: lifecycle.launch_timeout
     monitoring: bool = False  # also the monitoring profile
     keep_on_failure: bool = False  # leave the containers of a failed start running
-    target: str = "compose"  # the render target it launches (service/targets.py), kept in the record
+    target: str = "compose"  # the render target it launches (targets/registry.py), kept in the record
     no_recreate: bool = False  # a reconcile only starts what is stopped or missing (compose's --no-recreate)
 
 

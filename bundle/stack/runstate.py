@@ -27,7 +27,7 @@ class LaunchRecord:
     run_dir: str  # this launch's own folder (logs, attestation)
     profiles: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # what render gave compose (no secrets)
-    target: str = "compose"  # its render target (service/targets.py), whose stack() reads this record
+    target: str = "compose"  # its render target (targets/registry.py), whose stack() reads this record
     # The volumes this project's launch created (none existed under that name before): all `down`
     # answers for. A volume compose keeps by design, or that another target made, is left alone.
     created_volumes: list[str] = field(default_factory=list)

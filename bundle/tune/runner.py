@@ -20,7 +20,7 @@ from bundle.tune import results
 from bundle.tune.plan import Plan, Planned
 from bundle.verify import bench
 from bundle.verify.console import Reporter
-from bundle.service.targets import stack_of
+from bundle.targets.registry import stack_of
 from bundle.service.rehearsal import Mode
 
 REASON_CHARS = 600  # of an error's message, in the results line and the table
@@ -54,14 +54,14 @@ class Sweep:
 
 
 def _smoke(dep, topology, record) -> dict:
-    smoked = run_smoke(dep, topology, record)
+    smoked = run_smoke(dep, topology, record, stack_of(record))
     path = smoked.write(record.project, tune=True)
     return {"ok": smoked.result.ok, "reason": smoked.reasons, "report": str(path)}
 
 
 def _bench(dep, topology, record, label: str, reporter: Reporter) -> dict:
     plan = bench.plan(dep, topology, record.env, label=label)
-    result, run_dir = run_bench(dep, topology, record, plan,
+    result, run_dir = run_bench(dep, topology, record, stack_of(record), plan,
                                 on_level=lambda lv: reporter.print(f"  bench C={lv.concurrency}: {lv.num_prompts} "
                                                                    f"prompts, limit {lv.timeout_s:.0f} s"))
     levels = [{"concurrency": lv["concurrency"], "status": lv["status"], "reason": lv.get("reason"),

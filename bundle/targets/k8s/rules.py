@@ -7,8 +7,8 @@ import re
 
 from bundle.config.model import Deployment
 from bundle.config.source import format_path
-from bundle.render.k8s import commands
-from bundle.rules import crds, lws_webhook, manifests
+from bundle.targets.k8s import commands
+from bundle.targets.k8s import crds, lws_webhook, validation as manifests
 from bundle.rules.check import RulesReport
 from bundle.topology import Topology
 

@@ -1,14 +1,14 @@
 """`bundle launch --target slurm --rehearsal`: the topology as one Slurm job on the rehearsal cluster
-(bundle/slurm/: a controller and two node daemons in containers made here), ready with the meaning of
-ready of one box. The job script is the Slurm render target's (bundle/render/slurm), with the
+(bundle/targets/slurm/: a controller and two node daemons in containers made here), ready with the meaning of
+ready of one box. The job script is the Slurm render target's (script.py), with the
 rehearsal's one substitution."""
 
 from __future__ import annotations
 
 from bundle.config.model import Deployment
 from bundle.errors import BundleError, Failed, TimedOut, UsageError
-from bundle.render import slurm as slurm_render
-from bundle.rules import slurm as slurm_rules
+from bundle.targets.slurm import script as slurm_render
+from bundle.targets.slurm import rules as slurm_rules
 from bundle.service.launch import LaunchRequest
 from bundle.service.render import render_target
 from bundle.verify.console import Reporter, plain
@@ -23,7 +23,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     import time
 
     from bundle.durations import parse_duration
-    from bundle.slurm import job as jobs
+    from bundle.targets.slurm import job as jobs
     from bundle.stack import engine, runstate
     from bundle.stack.frontdoor import front_door
     say = plain(reporter)
@@ -40,8 +40,8 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
                          "a real one's front door through the driver yet)",
                          hint=f"`bundle render --target slurm {topology.name} -o DIR` and `sbatch DIR/job.sbatch` "
                               "on the cluster (docs/slurm.md), or add --rehearsal")
-    from bundle.slurm import cluster as clusters, image as node_image
-    from bundle.slurm.stack import SlurmRehearsalStack
+    from bundle.targets.slurm import cluster as clusters, image as node_image
+    from bundle.targets.slurm.stack import SlurmRehearsalStack
 
     timeout = parse_duration(request.timeout or dep.lifecycle.launch_timeout, what="--timeout")
     engine.require_engine()
@@ -105,8 +105,8 @@ def _wait_cluster(cluster, say, timeout: float = 90):
     """The controller answers and every node is idle (registered, not drained)."""
     import time
 
-    from bundle.slurm.client import SlurmClient
-    from bundle.slurm.cluster import CONTROLLER, NODES, SHARED_MOUNT
+    from bundle.targets.slurm.client import SlurmClient
+    from bundle.targets.slurm.cluster import CONTROLLER, NODES, SHARED_MOUNT
 
     client = SlurmClient.in_container(f"{cluster.project}-{CONTROLLER}-1", SHARED_MOUNT)
     deadline, last = time.monotonic() + timeout, ""
@@ -127,7 +127,7 @@ def _wait_ready(stack, record, job, topology, front, dep, *, timeout: float, say
 
     import requests
 
-    from bundle.slurm import job as jobs
+    from bundle.targets.slurm import job as jobs
     from bundle.stack.ready import first_generation, front_door_state
     from bundle.stack.workers import ComposeWorkers
 

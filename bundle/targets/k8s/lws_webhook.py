@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from bundle.rules.crds import LWS_RELEASE
+from bundle.targets.k8s.crds import LWS_RELEASE
 
 _LWS_WEBHOOK = "pkg/webhooks/leaderworkerset_webhook.go"
 _DS_WEBHOOK = "pkg/webhooks/disaggregatedset/disaggregatedset_webhook.go"

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from bundle.render.command_lines import ROUTER_WORKER_OPTIONS, router_args, with_value  # noqa: F401 (the k8s wing's words too)
+
 # Environment LeaderWorkerSet puts into every container of a group (leaderworkerset.x-k8s.io/v1).
 LWS_LEADER_ADDRESS = "LWS_LEADER_ADDRESS"
 LWS_WORKER_INDEX = "LWS_WORKER_INDEX"
@@ -21,8 +23,6 @@ LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 # The pod annotation smg reads a prefill server's bootstrap port from (smg's default name).
 BOOTSTRAP_PORT_ANNOTATION = "sglang.ai/bootstrap-port"
-# The router's options that name workers; the rest of its line is kept as compose has it.
-ROUTER_WORKER_OPTIONS = ("--worker-urls", "--prefill", "--decode")
 MULTI_NODE_FLAGS = ("--nnodes", "--node-rank", "--dist-init-addr")
 IB_DEVICE_FLAG = "--disaggregation-ib-device"
 IB_TRANSFER_BACKENDS = ("mooncake",)  # the backends whose SGLang code reads --disaggregation-ib-device
@@ -40,35 +40,8 @@ def server_args(args: list[str], *, nodes: int, dist_init_port: int, ib_devices:
     return out
 
 
-def router_args(args: list[str], workers: list[str]) -> list[str]:
-    """The compose router's arguments with its worker options replaced by `workers` (where the
-    first of them stood, so the line reads as compose's does)."""
-    out, at, i = [], None, 0
-    while i < len(args):
-        if args[i] in ROUTER_WORKER_OPTIONS:
-            at = len(out) if at is None else at
-            i += 1
-            while i < len(args) and not args[i].startswith("--"):
-                i += 1
-            continue
-        out.append(args[i])
-        i += 1
-    at = len(out) if at is None else at
-    return out[:at] + list(workers) + out[at:]
-
-
 def selector(labels: dict[str, str]) -> list[str]:
     return [f"{key}={value}" for key, value in labels.items()]
-
-
-def with_value(args: list[str], flag: str, value: str) -> list[str]:
-    """`args` with FLAG's value set to `value` (`--flag V` and `--flag=V` alike); the Slurm render uses it too."""
-    for i, token in enumerate(args):
-        if token == flag and i + 1 < len(args):
-            args[i + 1] = value
-        elif token.startswith(flag + "="):
-            args[i] = f"{flag}={value}"
-    return args
 
 
 _KUBELET_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")

@@ -10,7 +10,7 @@ worker port: it shares the first node with a server.
 
 from __future__ import annotations
 
-from bundle.render.k8s.commands import router_args as _replace_workers, with_value as _with_value
+from bundle.render.command_lines import router_args as _replace_workers, with_value as _with_value
 
 MULTI_NODE_FLAGS = ("--nnodes", "--node-rank", "--dist-init-addr")
 # Appended by the step's shell on each node: the rank is the task's, known only there.

@@ -2,7 +2,7 @@
 MUNGE (docker/slurm-node.Dockerfile), built once per hash of its inputs (its parent's tag included),
 as bundle/images/rehearsal.py builds its own.
 
-    python -m bundle.slurm.image image      # build if missing (and the rehearsal image), print the tag
+    python -m bundle.targets.slurm.image image      # build if missing (and the rehearsal image), print the tag
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def ensure_image(*, report=print) -> str:
 
 
 def main(argv: list[str]) -> int:
-    return derived.command_line("bundle.slurm.image", argv, ensure=ensure_image, tag=image_tag)
+    return derived.command_line("bundle.targets.slurm.image", argv, ensure=ensure_image, tag=image_tag)
 
 
 if __name__ == "__main__":

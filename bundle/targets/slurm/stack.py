@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bundle.errors import BundleError
-from bundle.slurm import job as jobs
-from bundle.slurm.cluster import Cluster
+from bundle.targets.slurm import job as jobs
+from bundle.targets.slurm.cluster import Cluster
 from bundle.stack import docker
 
 

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bundle.errors import Failed, TimedOut
-from bundle.slurm.client import SlurmClient
+from bundle.targets.slurm.client import SlurmClient
 from bundle.stack import runstate
 
 RECORD_NAME = "job.json"

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from bundle.config.source import format_path
-from bundle.rules import crds, lws_webhook
+from bundle.targets.k8s import crds, lws_webhook
 
 # The oldest Kubernetes the manifests are checked against; LeaderWorkerSet itself needs 1.26+.
 KUBERNETES_VERSION = "1.30"

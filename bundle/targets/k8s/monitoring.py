@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from bundle.monitoring import dashboards
 from bundle.monitoring.rules import Thresholds, prom_duration, rules_document
-from bundle.render.k8s import commands as cmd
-from bundle.render.k8s import disaggregated
+from bundle.targets.k8s import commands as cmd
+from bundle.targets.k8s import disaggregated
 
 MONITORING_API = "monitoring.coreos.com/v1"
 ROUTER_METRICS_PORT_NAME = "metrics"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bundle.config.model import Deployment
 from bundle.config.source import format_path
-from bundle.render.slurm import commands
+from bundle.targets.slurm import commands
 from bundle.rules.check import RulesReport
 from bundle.run import run
 from bundle.topology import Topology

@@ -13,7 +13,7 @@ them as $(VAR), which kubelet expands in the container's args.
 
 from __future__ import annotations
 
-from bundle.render.k8s import commands as cmd
+from bundle.targets.k8s import commands as cmd
 
 DISAGGREGATED_API = "disaggregatedset.x-k8s.io/v1"
 # The labels the controller puts on every pod of a role (GenerateLabels, utils.go; the keys are

@@ -21,8 +21,8 @@ from bundle.config.model import Deployment, Role
 from bundle.config.source import format_path
 from bundle.render.compose import ROUTER_PORT, Rendered
 from bundle.render.compose_files import service_environment
-from bundle.render.k8s import commands as cmd
-from bundle.render.k8s import disaggregated, monitoring, pods
+from bundle.targets.k8s import commands as cmd
+from bundle.targets.k8s import disaggregated, monitoring, pods
 from bundle.monitoring.scrape import ROUTER_METRICS_PORT
 from bundle.topology import PREFILL, ROUTER, ROUTER_MODULE, SERVER_HEALTH_PATH, SERVER_MODULE, \
     ROUTER_READINESS_PATH, Topology
@@ -408,3 +408,8 @@ def _prefix(argv: list[str], module: str) -> list[str]:
         if argv[i] == "-m" and argv[i + 1] == module:
             return argv[:i + 2]
     raise ValueError(f"{argv!r} does not run {module}")
+
+
+# The k8s target's entry point (bundle.api.Renderer): (typed config, the compose render) -> manifests.
+def for_target(dep: Deployment, rendered: Rendered) -> K8sRendered:
+    return render(dep, rendered)
