@@ -1,4 +1,4 @@
-"""Nothing below bundle/commands/ prints on its own: a service takes a Reporter (bundle/verify/console.py)
+"""Nothing below bundle/commands/ prints on its own: a service takes a Reporter (bundle/reporter.py)
 from the verb and prints only on it, so its text can be sent elsewhere (stderr under --json, a test's
 recorder) and no module behind a verb writes to stdout unasked. Held by an AST scan for calls of the
 builtin print(); planted into a copy of the package, a print is found."""

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.service import bench as bench_service
     from bundle.stack.frontdoor import front_door
     from bundle.verify import tables
-    from bundle.verify.console import report_console
+    from bundle.reporter import report_console
 
     target = one_running(args, verb="benchmark")
     dep, topology, record = target.dep, target.topology, target.launch

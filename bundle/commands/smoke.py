@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.stack import runstate
     from bundle.stack.frontdoor import front_door
     from bundle.verify import tables
-    from bundle.verify.console import report_console
+    from bundle.reporter import report_console
     from bundle import topology as registry
     from bundle.verify.smoke import compare_answers, last_comparable_report
 

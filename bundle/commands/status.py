@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from bundle.verify.console import report_console
+    from bundle.reporter import report_console
 
     console = report_console()
     if not reports:

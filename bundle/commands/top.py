@@ -67,7 +67,7 @@ def _cell(value, fmt: str) -> str:
 def _print(project: str, rows, seconds: float) -> None:
     from rich.table import Table
 
-    from bundle.verify.console import report_console
+    from bundle.reporter import report_console
 
     table = Table(title=f"{project}: over the last {seconds:.1f} s", title_justify="left")
     for column in ("server", "tok/s", "TTFT ms", "TPOT ms", "queue", "running", "KV use", "KV GB/s"):

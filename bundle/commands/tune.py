@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.errors import Failed
     from bundle.tune import report as tune_report
     from bundle.tune import service
-    from bundle.verify.console import report_console
+    from bundle.reporter import report_console
 
     console = report_console()
     # `bundle tune` stays on the simulator: its SIM_SPEED_RULES give each candidate a speed.

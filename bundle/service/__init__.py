@@ -2,7 +2,7 @@
 bundle/commands/ parses its flags into a request, calls a service, prints its result and maps it to an
 exit code; `bundle tune` calls the same services for each candidate. No argparse namespace reaches this
 package or anything below it, and nothing here prints but on the Reporter the verb passes in
-(bundle/verify/console.py; tests/test_no_print.py holds it).
+(bundle/reporter.py; tests/test_no_print.py holds it).
 
 prepare.py       the one path from bundle.yaml to a checked render (load -> render -> rules), the
                  rehearsal's additions to the env computed in one place

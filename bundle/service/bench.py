@@ -19,7 +19,7 @@ from bundle.stack import runstate
 from bundle.stack.frontdoor import front_door
 from bundle.topology import Topology
 from bundle.verify import bench, comparable, runstore
-from bundle.verify.console import Reporter
+from bundle.reporter import Reporter
 from bundle.verify.plot import plot_bench
 from bundle.api import StackView
 

@@ -15,7 +15,7 @@ from bundle.errors import InputError, NotFound
 from bundle.images.model import pin_for_folder
 from bundle.lock import load_lock
 from bundle.service.prepare import load
-from bundle.verify.console import Reporter
+from bundle.reporter import Reporter
 
 
 @dataclass(frozen=True)

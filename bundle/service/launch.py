@@ -29,7 +29,7 @@ from bundle.stack.frontdoor import front_door
 from bundle.stack.ready import BackgroundUp, wait_ready, workers_away
 from bundle.stack.workers import ComposeWorkers
 from bundle.topology import TOOL_SERVICE
-from bundle.verify.console import Reporter, plain
+from bundle.reporter import Reporter, plain
 from bundle.verify.kv_path import ServerErrorWatch
 
 

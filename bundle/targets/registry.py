@@ -15,7 +15,7 @@ A target turns that render into what another engine runs, with the same command 
   (schemas, parsers), and `CHECKED`, one line saying what problems() holds the output to;
 - `launcher` (optional): the service `bundle launch --target NAME` runs, a module offering
   `launch(request: service.launch.LaunchRequest, dep=None, reporter)`, its progress on the
-  Reporter the verb passes in (verify/console.py);
+  Reporter the verb passes in (bundle/reporter.py);
 - `stack(record)`: the verbs' view of what a launch of it left running (status, logs, smoke, bench,
   down), from its launch record; `project(base)`: the compose project a launch of it runs as (the
   deployment's own, or one of its own beside it, so two targets of one topology never collide);

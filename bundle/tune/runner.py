@@ -19,7 +19,7 @@ from bundle.stack import docker, runstate
 from bundle.tune import results
 from bundle.tune.plan import Plan, Planned
 from bundle.verify import bench
-from bundle.verify.console import Reporter
+from bundle.reporter import Reporter
 from bundle.targets.registry import stack_of
 from bundle.service.rehearsal import Mode
 

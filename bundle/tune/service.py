@@ -26,7 +26,7 @@ from bundle.tune import report as tune_report
 from bundle.tune import results, runner
 from bundle.tune.space import Objective, Space, load_space, objective_of
 from bundle.verify import runstore
-from bundle.verify.console import Reporter, plain
+from bundle.reporter import Reporter, plain
 
 
 @dataclass(frozen=True)

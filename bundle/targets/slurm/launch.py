@@ -11,7 +11,7 @@ from bundle.targets.slurm import script as slurm_render
 from bundle.targets.slurm import rules as slurm_rules
 from bundle.service.launch import LaunchRequest
 from bundle.service.render import render_target
-from bundle.verify.console import Reporter, plain
+from bundle.reporter import Reporter, plain
 
 
 def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: Reporter) -> None:

@@ -1,6 +1,7 @@
-"""The rich console every report is printed on: a terminal's own width, else wide enough that nothing
-is cut (a log, a pipe, CI); and the Reporter a verb hands its services, so that nothing below
-bundle/commands/ prints on its own."""
+"""Where a service prints: the Reporter a verb hands its services, so that nothing below bundle/commands/
+prints on its own, and the rich console every report is printed on (a terminal's own width, else wide
+enough that nothing is cut: a log, a pipe, CI). On the ground floor, so any floor may take a Reporter
+without importing upward."""
 
 from __future__ import annotations
 
