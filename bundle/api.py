@@ -2,7 +2,8 @@
 values they are typed with (config, the compose render, the rules' report): the services, the wings and
 the registry above all name them.
 
-A render target (bundle/targets/: compose, k8s, slurm) is one `Target`: its renderer, its rules, its
+A rehearsal mode (bundle/rehearsal/: engine, sim) is one `Mode`; a render target (bundle/targets/:
+compose, k8s, slurm) is one `Target`: its renderer, its rules, its
 launcher and its view of what a launch left running. The registry (bundle/targets/registry.py) holds one
 entry per wing; the verbs and services ask the entry, never a target's name. Removing a wing is deleting
 its folder and its registry line (tests/test_wings.py does it).
@@ -10,10 +11,12 @@ its folder and its registry line (tests/test_wings.py does it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from bundle.paths import compose_dir
 
 if TYPE_CHECKING:  # types only (the import costs nothing at run time); the import graph counts them
     from bundle.config.model import Deployment
@@ -83,3 +86,26 @@ class Target:
     # `--kubectl-dry-run`'s check of a written folder: (True, what it said), (False, its refusal) or
     # (None, why it could not run); None for a target whose output no outside tool checks.
     dry_run: Callable[[Path], tuple[bool | None, str]] | None = None
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A rehearsal mode: how a topology runs with no GPU (bundle/rehearsal/registry.py holds them). The
+    compose render takes one as its bundle.topology.Overlay."""
+
+    name: str
+    summary: str  # what runs, a few words: "launching pd (rehearsal: simulated workers)"
+    description: str  # one line for --help
+    overlay: str  # its compose overlay under compose/, "{topology}" replaced by the topology's name
+    env: Callable[[str, Mapping[str, str]], dict[str, str]]  # (rehearsal image tag, --sim knobs) -> env
+    server_args: Callable[[Topology, dict[str, str]], dict[str, str]] | None = None  # render's overrides
+    ensure_model: Callable[..., Any] | None = None  # (image tag, report=) a model made here before it launches
+    takes_knobs: bool = False  # the simulator's --sim KNOB=VALUE
+    tunable: bool = True  # `bundle tune` may sweep with it (its speeds say something about the levers)
+
+    @property
+    def needs_model(self) -> bool:
+        return self.ensure_model is not None
+
+    def overlay_file(self, topology: Topology) -> Path:
+        return compose_dir() / self.overlay.format(topology=topology.name)

@@ -28,6 +28,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rules",),
     ("api",),  # the typed interfaces the wings implement, over the values they take (config, render, rules)
     ("images",),
+    ("rehearsal.engine", "rehearsal.sim"),  # the rehearsal modes, a wing each
+    ("rehearsal",),  # their registry
     ("doctor", "upgrade"),
     ("verify",),
     ("service",),
@@ -117,8 +119,8 @@ def imports(package_root: Path) -> tuple[list[Edge], list[Edge]]:
 
 
 # Packages whose sub-packages are units of their own (a wing each): `bundle.targets.k8s.rules` is in the
-# unit targets.k8s, `bundle.targets.registry` in targets.
-WINGED = ("targets",)
+# unit targets.k8s, `bundle.targets.registry` in targets; the same for bundle/rehearsal/.
+WINGED = ("targets", "rehearsal")
 
 
 def unit_of(module: str, wings: frozenset[str] = frozenset()) -> str:

@@ -64,7 +64,7 @@ def test_the_slurm_launch_renders_through_the_one_pipeline_and_its_problems_stop
     """Once, the launch rendered its job on a path of its own that never ran the target's problems()."""
     from bundle.errors import ConfigError
     from bundle.targets.slurm import rules as slurm_rules
-    from bundle.service import rehearsal
+    from bundle.rehearsal import registry as rehearsal
     from bundle.service.launch import LaunchRequest
     from bundle.stack import engine
     from tests.recording import RecordingReporter

@@ -19,7 +19,7 @@ from bundle.targets import registry as targets
 from bundle.render.compose import render
 from bundle.rules.check import check
 from bundle.topology import ROUTER, SERVER, Service, Topology
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 from tests.conftest import write_config
 
 pytestmark = pytest.mark.usefixtures("runs_dir")

@@ -8,7 +8,7 @@ import argparse
 from bundle import topology as registry
 from bundle.config.model import Deployment
 from bundle.errors import UsageError
-from bundle.service import rehearsal
+from bundle.rehearsal import registry as rehearsal
 from bundle.service.prepare import load as service_load
 
 
@@ -36,7 +36,7 @@ def add_rehearsal_arguments(parser: argparse.ArgumentParser, *, rehearsal_help: 
 
 
 def add_rehearsal_argument(parser: argparse.ArgumentParser, *, help: str) -> None:
-    """--rehearsal [MODE]: its choices are the registry's (service/rehearsal.py)."""
+    """--rehearsal [MODE]: its choices are the registry's (rehearsal/registry.py)."""
     parser.add_argument("--rehearsal", nargs="?", const=rehearsal.BARE_FLAG, default=None,
                         choices=[*rehearsal.NAMES, rehearsal.BARE_FLAG], metavar="|".join(rehearsal.NAMES),
                         help=help)

@@ -45,7 +45,7 @@ class Target:
         older driver (no rendered variables), what the config would launch, rendered again."""
         if self.record is not None and self.record.env:
             return self.record
-        from bundle.service import rehearsal
+        from bundle.rehearsal import registry as rehearsal
         from bundle.service.prepare import prepare
 
         mode = rehearsal.parse(self.record.rehearsal if self.record else None)

@@ -11,7 +11,7 @@ import yaml
 
 from bundle.commands._common import add_config_argument, add_rehearsal_argument, add_topology_argument, resolve_rehearsal
 from bundle.errors import UsageError
-from bundle.service import rehearsal
+from bundle.rehearsal import registry as rehearsal
 from bundle.targets import registry as targets
 from bundle.service.prepare import prepare
 from bundle.service.render import render_target, resolve_compose, write_folder

@@ -7,7 +7,7 @@ import argparse
 import json
 
 from bundle.commands._common import add_config_argument, add_topology_argument
-from bundle.service import rehearsal
+from bundle.rehearsal import registry as rehearsal
 from bundle.targets import registry as targets
 
 HELP = "show what runs: containers, health, restarts, ports, hung or paused servers, and whether the front door serves"

@@ -22,7 +22,9 @@ from bundle.config.model import Deployment
 from bundle.durations import parse_duration
 from bundle.errors import BundleError, EnvironmentProblem, Failed, InputError, NotFound
 from bundle.service.prepare import load, prepare
-from bundle.service.rehearsal import Mode, name_of
+from bundle.api import Mode
+from bundle.rehearsal import registry as modes
+from bundle.rehearsal.registry import name_of
 from bundle.stack import docker, engine, runstate
 from bundle.stack import reconcile as reconciling
 from bundle.stack.frontdoor import front_door
@@ -37,7 +39,7 @@ from bundle.verify.kv_path import ServerErrorWatch
 class LaunchRequest:
     topology: str  # a registry name
     config: str | None = None  # bundle.yaml's path; None: $BUNDLE_CONFIG, ./bundle.yaml or the defaults
-    rehearsal: Mode | None = None  # a rehearsal mode (service/rehearsal.py), parsed at the command line
+    rehearsal: Mode | None = None  # a rehearsal mode (rehearsal/registry.py), parsed at the command line
     sim: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # simulator knobs (sim only)
     timeout: str | None = None  # the readiness limit, a duration; None: lifecycle.launch_timeout
     monitoring: bool = False  # also the monitoring profile
@@ -80,7 +82,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     rendered = prepared.rendered
     if request.rehearsal:
         reporter.print(f"rehearsal ({request.rehearsal.name}): building the image if its inputs changed ...")
-        request.rehearsal.ensure_artifacts(report=plain(reporter))
+        modes.ensure_artifacts(request.rehearsal, report=plain(reporter))
     elif not engine.image_exists(rendered.env["BUNDLE_IMAGE"]):
         raise NotFound(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
                        hint="`make image` to build it, or `bundle pull` to fetch the published one")

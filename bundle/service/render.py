@@ -19,7 +19,7 @@ from bundle.config.model import Deployment
 from bundle.errors import ConfigError, Failed
 from bundle.render.compose import Rendered
 from bundle.service.prepare import Prepared, prepare
-from bundle.service.rehearsal import Mode
+from bundle.api import Mode
 
 
 @dataclass(frozen=True)

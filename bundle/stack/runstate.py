@@ -21,7 +21,7 @@ class LaunchRecord:
     topology: str
     compose_files: list[str]
     env_file: str
-    rehearsal: str | None  # the rehearsal mode's name (service/rehearsal.py), None on GPUs; True: an older driver's sim
+    rehearsal: str | None  # the rehearsal mode's name (rehearsal/registry.py), None on GPUs; True: an older driver's sim
     config: str  # the config file used, or "<embedded defaults>"
     started_at: float
     run_dir: str  # this launch's own folder (logs, attestation)

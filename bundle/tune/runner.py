@@ -21,7 +21,7 @@ from bundle.tune.plan import Plan, Planned
 from bundle.verify import bench
 from bundle.reporter import Reporter
 from bundle.targets.registry import stack_of
-from bundle.service.rehearsal import Mode
+from bundle.api import Mode
 
 REASON_CHARS = 600  # of an error's message, in the results line and the table
 KEPT_METRICS = ("completed", "output_throughput", "total_throughput", "mean_ttft_ms", "median_ttft_ms",

@@ -18,8 +18,8 @@ from bundle.config.source import DEFAULTS_NAME, Source, read_yaml
 from bundle.durations import parse_duration
 from bundle.errors import EnvironmentProblem, Failed, UsageError
 from bundle.lock import load_lock
-from bundle.service import rehearsal
-from bundle.service.rehearsal import Mode
+from bundle.rehearsal import registry as rehearsal
+from bundle.api import Mode
 from bundle.stack import docker, engine, runstate
 from bundle.tune import plan as planner
 from bundle.tune import report as tune_report
@@ -118,7 +118,7 @@ def sweep(planned: TunePlan, reporter: Reporter) -> Tuned:
         raise EnvironmentProblem(f"{plan.project} is up: bundle tune launches each candidate itself",
                                  hint=f"`bundle down {request.topology}` first (the JIT cache volume is kept)")
     if request.rehearsal is not None:
-        request.rehearsal.ensure_artifacts(report=plain(reporter))
+        rehearsal.ensure_artifacts(request.rehearsal, report=plain(reporter))
     started = time.monotonic()
     sweep_dir = runstate.new_run_dir(plan.project, "tune")
     interrupted = None

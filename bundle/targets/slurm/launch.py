@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from bundle.config.model import Deployment
 from bundle.errors import BundleError, Failed, TimedOut, UsageError
+from bundle.rehearsal import registry as modes
 from bundle.targets.slurm import script as slurm_render
 from bundle.targets.slurm import rules as slurm_rules
 from bundle.service.launch import LaunchRequest
@@ -53,7 +54,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
                          hint="`bundle down` first (a Slurm job is not reconciled in place)")
     start = time.monotonic()
     reporter.print(f"rehearsal ({mode.name}) on Slurm: the node image (built once per hash of its inputs) ...")
-    mode.ensure_artifacts(report=say)
+    modes.ensure_artifacts(mode, report=say)
     image = node_image.ensure_image(report=say)
     cluster.write(image=image, topology=topology, front_port=dep.network.front_port, front_target_port=job.front_port,
                   rehearsal_env=rendered.env, host_address=dep.network.host_address, gres=dep.slurm.gres)
