@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from bundle.images import rehearsal_model
+from bundle.rehearsal.engine import model as rehearsal_model
 from bundle.stack import engine
 
 

@@ -17,7 +17,7 @@ from python_on_whales.exceptions import DockerException, NoSuchContainer, NoSuch
 from python_on_whales.utils import run as _run_docker
 
 from bundle import log_lines
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EnvironmentProblem
 from bundle.log_lines import LogLine, Stamp
 from bundle.stack import engine
 from bundle.stack.engine import docker_errors, first_line
@@ -140,9 +140,9 @@ class Stack:
             except _Vanished:
                 continue
             return with_states
-        raise BundleError(f"docker compose ps for project {self.project!r}: its containers kept changing "
-                          f"while being read ({STATE_READ_ATTEMPTS} listings)",
-                          hint="run the command again once compose has finished", exit_code=EXIT_ENVIRONMENT)
+        raise EnvironmentProblem(f"docker compose ps for project {self.project!r}: its containers kept changing "
+                                 f"while being read ({STATE_READ_ATTEMPTS} listings)",
+                                 hint="run the command again once compose has finished")
 
     def logs(self, service: str | None = None, *, tail: int | None = None, follow: bool = False,
              timestamps: bool = False) -> str | Iterator:
@@ -322,5 +322,5 @@ def _listed_names(what: str, list_them) -> list[str]:
                 return sorted(item.name for item in listed)
             except (NoSuchContainer, NoSuchVolume, NoSuchNetwork):
                 continue
-    raise BundleError(f"cannot list {what}: they kept changing while being read ({STATE_READ_ATTEMPTS} listings)",
-                      hint="run the command again", exit_code=EXIT_ENVIRONMENT)
+    raise EnvironmentProblem(f"cannot list {what}: they kept changing while being read ({STATE_READ_ATTEMPTS} listings)",
+                             hint="run the command again")

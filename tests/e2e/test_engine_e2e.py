@@ -52,7 +52,7 @@ ANSWERS: dict[str, dict[str, str]] = {}
 def engine(tmp_path_factory, rehearsal_image):
     """One project for the three topologies (runs/<project>-<topology>/), one runs folder, one config,
     and the model all three serve, trained first (the first test's bound carries MODEL_S for it)."""
-    from bundle.images.rehearsal_model import ensure_model
+    from bundle.rehearsal.engine.model import ensure_model
 
     ensure_model(rehearsal_image)
     folder = tmp_path_factory.mktemp("engine")
