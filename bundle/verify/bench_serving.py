@@ -23,6 +23,7 @@ ERROR_SAMPLES = 3  # distinct error messages kept per level
 WARMUP_REQUESTS = 1  # sent before the measured ones; the launcher's first lines are theirs
 DATASET_SHORT = "BUNDLE_DATASET_SHORT"  # bench_launcher.py's marker line
 ERROR_CHARS = 300
+SEED = 42  # bench_serving's --seed: the same prompts in every run (the records say it, likeness.py holds it)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Level:
 
 
 def arguments(level: Level, *, base_url: str, tokenizer: str, output_file: str,
-              dataset_path: str | None, seed: int = 42) -> list[str]:
+              dataset_path: str | None, seed: int = SEED) -> list[str]:
     """bench_serving's command line for one level: the original method, made explicit."""
     args = [
         "--backend", "sglang",  # /generate, as the original run
