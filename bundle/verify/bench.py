@@ -53,6 +53,7 @@ class BenchPlan:
     dataset_source: str
     label: str | None
     config: dict = field(default_factory=dict)
+    model: str | None = None  # the served name, sent in each request's body where a router routes by it
 
 
 def plan(dep: Deployment, topology: Topology, env: dict[str, str], *, concurrency: list[int] | None = None,
@@ -84,7 +85,8 @@ def plan(dep: Deployment, topology: Topology, env: dict[str, str], *, concurrenc
               "dataset": dataset or "sharegpt (downloaded)", "base_url": base_url, "backend": "sglang",
               "seed": bench_serving.SEED}
     return BenchPlan(topology=topology.name, levels=levels, base_url=base_url, tokenizer=TOKENIZER,
-                     dataset_path=dataset, dataset_source=source, label=label, config=config)
+                     dataset_path=dataset, dataset_source=source, label=label, config=config,
+                     model=env.get("SERVED_MODEL_NAME") if topology.has_router else None)
 
 
 def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
@@ -174,7 +176,8 @@ def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: 
     stack is no longer there, or None."""
     out_name = f"c{level.concurrency}.jsonl"
     args = bench_serving.arguments(level, base_url=plan_.base_url, tokenizer=plan_.tokenizer,
-                                   output_file=f"{OUT_MOUNT}/{out_name}", dataset_path=plan_.dataset_path)
+                                   output_file=f"{OUT_MOUNT}/{out_name}", dataset_path=plan_.dataset_path,
+                                   model=plan_.model)
     progress_name = f"c{level.concurrency}.progress.jsonl"
     volumes = [(str(run_dir), OUT_MOUNT, "rw"), (str(LAUNCHER), LAUNCHER_MOUNT, "ro")]
     key_arg = "/dev/null"

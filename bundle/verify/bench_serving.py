@@ -9,6 +9,7 @@ only says how many completed. When no request succeeds bench_serving writes no l
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 # The metrics a bench report keeps, as bench_serving names them.
@@ -39,7 +40,7 @@ class Level:
 
 
 def arguments(level: Level, *, base_url: str, tokenizer: str, output_file: str,
-              dataset_path: str | None, seed: int = SEED) -> list[str]:
+              dataset_path: str | None, seed: int = SEED, model: str | None = None) -> list[str]:
     """bench_serving's command line for one level: the original method, made explicit."""
     args = [
         "--backend", "sglang",  # /generate, as the original run
@@ -60,6 +61,10 @@ def arguments(level: Level, *, base_url: str, tokenizer: str, output_file: str,
     ]
     if dataset_path:
         args += ["--dataset-path", dataset_path]
+    if model:
+        # The native /generate body has no model field; a router that routes by model (smg with
+        # --enable-igw, pd) needs one: 400 missing_model otherwise. A lone SGLang server would refuse it.
+        args += ["--extra-request-body", json.dumps({"model": model})]
     return args
 
 

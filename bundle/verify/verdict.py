@@ -116,7 +116,7 @@ def judge(mbu: float, *, figure: str, evidence: Evidence, tp: int, accept_length
     if low_link and tp > 1:
         add(Cause("PCIe link", "trained at " + ", ".join(low_link) + " (reseat, riser, BIOS lane settings)", True))
     elif evidence.pcie_gen is None and tp > 1:
-        add(Cause("PCIe link", "nvidia-smi's pcie.link.gen/width, current against max", False))
+        add(Cause("PCIe link", "nvidia-smi's pcie.link.width current against max, gen max against gpumax", False))
     # 5. Collectives forced through host memory.
     if tp > 1:
         if evidence.pcie_safe:
