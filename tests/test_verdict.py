@@ -123,3 +123,11 @@ def test_an_engine_rehearsal_is_scored_as_a_cpu_figure_and_the_table_shows_it(tm
     assert "MBU (CPU)" in out and "x floor" in out
     lines = limits.verdict_lines(record)
     assert lines[0].startswith("C=1: far from the limit: MBU") and "CPU figure" in lines[0]
+
+
+def test_a_damaged_attestation_is_left_out_not_a_crash(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(V4))
+    (tmp_path / "attestation.json").write_text(json.dumps({"findings": ["not a finding"], "records": 3}))
+    built = limits.build(kind="gpu", model_folder=str(tmp_path), gpu_names=[SERVER], tp=4, servers=1, gpus=(0,),
+                         attestation_path=tmp_path / "attestation.json")
+    assert built.why_not is None and built.evidence.slow_paths is None

@@ -87,6 +87,17 @@ def _read_json(path: Path | None) -> dict | None:
         return None
 
 
+def _shaped(attestation: dict | None) -> dict | None:
+    """attestation.json as attest.py writes it (lists of objects), else None: a hand-edited file is
+    left out of the evidence, never a crash of the bench."""
+    if not isinstance(attestation, dict):
+        return None
+    parts = [attestation.get("records") or [], attestation.get("findings") or []]
+    if not all(isinstance(p, list) and all(isinstance(x, dict) for x in p) for p in parts):
+        return None
+    return attestation
+
+
 def _drafts(attestation: dict | None, speculative: str, dspark_block: int | None) -> int:
     """Draft tokens per request per step: what the decode servers resolved, else what the levers ask."""
     for r in (attestation or {}).get("records") or []:
@@ -106,10 +117,13 @@ def build(*, kind: str, model_folder: str | None, gpu_names: list[str], tp: int,
           speculative: str = "none", dspark_block: int | None = None, attestation_path: Path | None = None,
           collectives_path: Path | None = None, host_gb_s: float | None = None) -> Limits:
     """The Limits of a run of `kind` ("gpu", "engine" or "sim")."""
-    attestation = _read_json(attestation_path)
+    attestation = _shaped(_read_json(attestation_path))
     collectives = _read_json(collectives_path)
     state = gpu_state.read(gpus) if kind == "gpu" else {}
-    evidence = verdict.evidence_from(attestation, collectives, state)
+    try:
+        evidence = verdict.evidence_from(attestation, collectives, state)
+    except (AttributeError, TypeError, ValueError):  # a hand-edited file: score without it
+        evidence = verdict.evidence_from(None, None, state)
     drafts = _drafts(attestation, speculative, dspark_block)
 
     def none(why: str) -> Limits:
