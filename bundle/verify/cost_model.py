@@ -385,7 +385,7 @@ class Score:
                 "compute_tpot_ms": None if self.compute_tpot_ms is None else round(self.compute_tpot_ms, 4),
                 "link_ms": None if self.link_ms is None else round(self.link_ms, 4),
                 "measured_tpot_ms": round(self.measured_tpot_ms, 3), "ratio": round(self.ratio, 2),
-                "mbu": round(self.mbu, 4), "mfu": None if self.mfu is None else round(self.mfu, 5),
+                "mbu": round(self.mbu, 6), "mfu": None if self.mfu is None else round(self.mfu, 5),
                 "basis": self.basis, "bytes_per_gpu": round(self.bytes_per_gpu),
                 "flops_per_gpu": round(self.flops_per_gpu), "tokens_per_step": self.tokens_per_step}
 
