@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.errors import Failed, TimedOut
     from bundle.service import bench as bench_service
     from bundle.stack.frontdoor import front_door
-    from bundle.verify import tables
+    from bundle.verify import limits, tables
     from bundle.reporter import report_console
 
     target = one_running(args, verb="benchmark")
@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         print(front_door(dep, topology).redact(json.dumps(result, indent=2)))
     else:
         console.print(tables.bench_table(result))
+        for line in limits.verdict_lines(result):
+            console.print(line, markup=False)
         comparison = tables.comparison_table(result, benched.baseline, benched.previous,
                                              previous_name=benched.compared_as,
                                              unlike_previous=benched.unlike_previous)

@@ -220,3 +220,8 @@ def query_gpus() -> list[GpuInfo]:
 
 def query_topology() -> Topology:
     return parse_topology(_run(["topo", "-m"]))
+
+
+def query_fields(fields: tuple[str, ...]) -> str:
+    """`--query-gpu` for any fields, csv without header or units (one line per GPU, in field order)."""
+    return _run([f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])

@@ -17,8 +17,8 @@ from bundle.durations import parse_duration
 from bundle.errors import BundleError, Failed, UsageError
 from bundle.stack import runstate
 from bundle.stack.frontdoor import front_door
-from bundle.topology import Topology
-from bundle.verify import bench, comparable, runstore
+from bundle.topology import PREFILL, Topology
+from bundle.verify import bench, comparable, limits, runstore
 from bundle.reporter import Reporter
 from bundle.verify.plot import plot_bench
 from bundle.api import StackView
@@ -96,13 +96,29 @@ def stack_gone(stack, front_service: str) -> str | None:
     return None
 
 
+def limits_of(dep: Deployment, topology: Topology, record: runstate.LaunchRecord) -> limits.Limits:
+    """What the levels are scored against: the decoding servers' TP size and GPUs (a disaggregated
+    topology's decode server, a replicated one's replicas), the model folder's config.json, the launch's
+    attestation and the project's collectives decision (bundle/verify/limits.py)."""
+    decoding = [role for role in dep.roles(topology) if role.service.role != PREFILL] or dep.roles(topology)
+    first = decoding[0]
+    kind = comparable.kind({"rehearsal": record.rehearsal})
+    return limits.build(kind=kind, model_folder=record.env.get("MODEL_HOST_PATH"), gpu_names=[], tp=first.tp_size,
+                        servers=len(decoding), gpus=tuple(first.gpus), speculative=dep.levers.speculative,
+                        dspark_block=dep.levers.dspark.block_size,
+                        attestation_path=Path(record.run_dir) / "attestation.json" if record.run_dir else None,
+                        collectives_path=runstate.project_dir(record.project) / "collectives.json")
+
+
 def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
               plan: bench.BenchPlan, *, on_level: Callable | None = None, on_progress: Callable | None = None):
-    """Every level of `plan` against what `record` launched; returns (the run's record, its folder)."""
+    """Every level of `plan` against what `record` launched, each scored against the limit; returns
+    (the run's record, its folder)."""
     return bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal, env=record.env,
                      target=record.target, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                      on_level=on_level, on_progress=on_progress,
-                     stack_gone=lambda: stack_gone(stack, topology.front_service))
+                     stack_gone=lambda: stack_gone(stack, topology.front_service),
+                     limits=limits_of(dep, topology, record))
 
 
 def run_soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
