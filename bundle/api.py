@@ -102,6 +102,9 @@ class Mode:
     ensure_model: Callable[..., Any] | None = None  # (image tag, report=) a model made here before it launches
     takes_knobs: bool = False  # the simulator's --sim KNOB=VALUE
     tunable: bool = True  # `bundle tune` may sweep with it (its speeds say something about the levers)
+    # Its speed is bounded by the machine it runs on, so a bench scores it against that machine's limit (the
+    # CPU engine); False where the speed is only the mode's own settings (the simulator).
+    hardware_bound: bool = True
 
     @property
     def needs_model(self) -> bool:

@@ -4,6 +4,7 @@ an idle GPU trains its link down to gen 1 and the current generation after a lev
 
 from __future__ import annotations
 
+from bundle import log_lines
 from bundle.doctor import nvidia_smi
 
 FIELDS = ("index", "name", "power.limit", "power.default_limit", "pcie.link.gen.max", "pcie.link.gen.gpumax",
@@ -21,7 +22,7 @@ def parse(text: str, gpus: tuple[int, ...] | None = None) -> dict:
     """The worst of the GPUs in `gpus` (all when None): the lowest power limit with its default, the
     narrowest link and the lowest allowed generation, each with its max."""
     rows = []
-    for line in text.strip().splitlines():
+    for line in log_lines.lines(text.strip()):
         parts = [p.strip() for p in line.split(",")]
         if len(parts) != len(FIELDS):
             continue

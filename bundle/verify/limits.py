@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundle.rehearsal import registry as rehearsal
 from bundle.verify import cost_model, gpu_state, host_bandwidth, verdict
 
 # SGLang's DSpark block size when neither the config nor the checkpoint sets one (speculative_hook).
@@ -129,8 +130,10 @@ def build(*, kind: str, model_folder: str | None, gpu_names: list[str], tp: int,
     def none(why: str) -> Limits:
         return Limits(None, None, tp, servers, drafts, evidence, why)
 
-    if kind == "sim":
-        return none("a simulator rehearsal: its speed is the simulator's settings, not a limit of any hardware")
+    mode = rehearsal.MODES.get(kind)
+    if mode is not None and not mode.hardware_bound:
+        return none(f"a {mode.name} rehearsal ({mode.description}): its speed is the mode's own settings, not a "
+                    f"limit of any hardware")
     if not model_folder or not (Path(model_folder) / "config.json").is_file():
         return none(f"no config.json in the model folder ({model_folder or 'not set'})")
     try:

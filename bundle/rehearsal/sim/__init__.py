@@ -19,4 +19,4 @@ def _env(tag: str, knobs: Mapping[str, str]) -> dict[str, str]:
 MODE = Mode("sim", "simulated workers",
             "worker simulators behind the real router (speeds are the simulator's settings)",
             overlay="rehearsal-{topology}.yaml", env=_env,
-            takes_knobs=True)
+            takes_knobs=True, hardware_bound=False)
