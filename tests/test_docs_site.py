@@ -68,7 +68,9 @@ def test_a_planted_schema_key_appears_on_the_configuration_page():
     defaults["levers"]["planted_lever"] = "off"
     row = next(line for line in config.reference(schema, defaults).splitlines()
                if line.startswith(f"| {key('levers.planted_lever')}"))
-    assert "<code>&quot;on&quot;</code> | <code>&quot;off&quot;</code>" in row and "a lever planted by the test" in row
+    # The values joined by commas: a bare "|" between them would split the markdown row.
+    assert row.strip("| ").split(" | ")[1:] == ["one of <code>&quot;on&quot;</code>, <code>&quot;off&quot;</code>",
+                                     "<code>&quot;off&quot;</code>", "a lever planted by the test"]
     assert "planted" not in config.reference()
 
 

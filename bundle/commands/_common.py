@@ -38,7 +38,7 @@ def add_rehearsal_arguments(parser: argparse.ArgumentParser, *, rehearsal_help: 
 def add_rehearsal_argument(parser: argparse.ArgumentParser, *, help: str) -> None:
     """--rehearsal [MODE]: its choices are the registry's (service/rehearsal.py)."""
     parser.add_argument("--rehearsal", nargs="?", const=rehearsal.BARE_FLAG, default=None,
-                        choices=[*rehearsal.NAMES, rehearsal.BARE_FLAG], metavar="|".join(rehearsal.NAMES),
+                        choices=rehearsal.NAMES, metavar="|".join(rehearsal.NAMES),
                         help=help)
 
 
