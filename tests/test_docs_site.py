@@ -6,12 +6,7 @@ README stays a front door."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,8 +16,9 @@ from bundle.cli import build_parser, verb_names
 from bundle.errors import EXIT_CODES
 from bundle.rules.guards import GUARDS
 from docsgen import cli, config, exit_codes, guards, monitoring
-from docsgen.markdown import key
+from docsgen.markdown import code, key
 from docsgen.pages import PAGES
+from tests.docs_site_build import build_site, copy_checkout
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "bundle/config/bundle.schema.json").read_text())
@@ -87,7 +83,7 @@ def test_exit_codes_guards_and_alerts_come_from_their_sources():
     metrics = monitoring.reference()
     for alert in alerts(Thresholds.of(load_config(None).monitoring)):
         assert f"[<code>{alert.name}</code>](../monitoring.md#{alert.runbook})" in metrics
-    assert "<code>sglang:kv_transfer_speed_gb_s_bucket</code>" in metrics and "<code>smg_worker_health</code>" in metrics
+    assert code("sglang:kv_transfer_speed_gb_s_bucket") in metrics and code("smg_worker_health") in metrics
 
 
 def test_no_generated_page_is_committed():
@@ -104,30 +100,12 @@ def test_the_readme_is_a_front_door():
         assert (ROOT / "docs" / guide).is_file(), guide
 
 
-def _build(root: Path, out: Path) -> float:
-    # The copy first: its bundle/ and docsgen/ are the ones planted in (mkdocs itself comes from the dev
-    # install, requirements/dev.txt; without it the build fails here, it is never skipped).
-    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
-    env = {**os.environ, "PYTHONPATH": path, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f",
-                           str(root / "mkdocs.yml"), "-d", str(out)], env=env, capture_output=True, text=True,
-                          cwd=root, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return time.monotonic() - started
-
-
 @pytest.mark.slow
 def test_the_built_site_follows_a_planted_schema_key_and_flag(tmp_path):
     """The real build (mkdocs --strict, the gen-files script) on a copy of the checkout, before and after
     planting a key in bundle.schema.json and a flag in `bundle down`."""
-    copy = tmp_path / "checkout"
-    copy.mkdir()
-    for part in ("mkdocs.yml", "docs", "docsgen", "bundle", "docker", "compose"):
-        source = ROOT / part
-        (shutil.copytree(source, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
-         if source.is_dir() else shutil.copy2(source, copy / part))
-    _build(copy, tmp_path / "before")
+    copy = copy_checkout(tmp_path / "checkout")
+    build_site(copy, tmp_path / "before")
     before_cli = (tmp_path / "before/reference/cli.html").read_text()
     before_config = (tmp_path / "before/reference/configuration.html").read_text()
     assert "planted" not in before_cli + before_config and key("levers.speculative") in before_config
@@ -143,7 +121,7 @@ def test_the_built_site_follows_a_planted_schema_key_and_flag(tmp_path):
     assert anchor in text
     down.write_text(text.replace(anchor, anchor + '    parser.add_argument("--planted-flag", action="store_true", '
                                                   'help="planted by the docs test")\n', 1))
-    _build(copy, tmp_path / "after")
+    build_site(copy, tmp_path / "after")
     after_config = (tmp_path / "after/reference/configuration.html").read_text()
     after_cli = (tmp_path / "after/reference/cli.html").read_text()
     assert key("levers.planted_lever") in after_config and "planted by the docs test" in after_config
