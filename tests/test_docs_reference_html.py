@@ -117,3 +117,30 @@ def test_a_generator_that_lets_a_pipe_split_a_row_fails_the_check(tmp_path, chec
     check.parsers(parser)["bundle down"].add_argument("--planted-flag", help="planted | with a pipe")
     problems = check.cli_problems((tmp_path / "site/reference/cli.html").read_text(), parser)
     assert any(p.startswith("bundle down --planted-flag: ") for p in problems), problems
+
+
+def test_links_say_where_they_go_and_no_markdown_leaks_into_text(site, check):
+    """Every page as read: no link whose text is a file name, no link from a page to itself (an
+    anchor on it is fine), no word between asterisks outside code (emphasis that did not render, or a
+    glob such as "--*backend*" that reads as one)."""
+    import re
+
+    from bs4 import BeautifulSoup
+
+    problems = []
+    for path in sorted(site.rglob("*.html")):
+        page = path.relative_to(site).as_posix()
+        article = BeautifulSoup(path.read_text(), "html.parser").find("article")
+        if article is None:
+            continue
+        for link in article.find_all("a", href=True):
+            shown, href = check.text(link), link["href"]
+            if re.fullmatch(r"[\w./-]+\.(md|html)", shown):
+                problems.append(f"{page}: a link shown as the file name {shown!r}")
+            if href.split("#")[0] == path.name and "#" not in href:
+                problems.append(f"{page}: a link to itself ({shown!r})")
+        for code in article.find_all(["code", "pre"]):
+            code.decompose()
+        for starred in re.finditer(r"\*[\w-]+\*", article.get_text()):
+            problems.append(f"{page}: a word between asterisks in the text: {starred.group(0)!r}")
+    assert problems == []
