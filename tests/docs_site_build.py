@@ -27,11 +27,12 @@ def copy_checkout(dest: Path) -> Path:
 def build_site(root: Path, out: Path) -> float:
     """Build `root`'s site into `out`; the seconds it took. mkdocs comes from the dev install
     (requirements/dev.txt): without it the build fails here, it is never skipped."""
+    # Never --quiet: mkdocs 1.6 then drops the warnings before --strict counts them.
     # The copy first on the path: its bundle/ and docsgen/ are the ones planted in.
     path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
     env = {**os.environ, "PYTHONPATH": path, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f",
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
                            str(root / "mkdocs.yml"), "-d", str(out)], env=env, capture_output=True, text=True,
                           cwd=root, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]

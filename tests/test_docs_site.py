@@ -156,3 +156,11 @@ def test_docs_links_names_each_broken_external_link_and_its_page(tmp_path, capsy
     out = capsys.readouterr().out
     assert f"HTTP 404: {base}/gone (in page.html)" in out and "2 external links, 1 broken" in out
     assert links.main([str(tmp_path / "missing")]) == 2
+
+
+def test_make_docs_is_strict():
+    """`mkdocs build --strict --quiet` passes a broken link: --quiet drops the warnings before --strict
+    counts them (mkdocs 1.6). The recipe must not say --quiet."""
+    recipe = re.search(r"^docs:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    command = next(line for line in recipe.splitlines() if "mkdocs build" in line)
+    assert "--strict" in command and "--quiet" not in command and " -q" not in command
