@@ -6,6 +6,8 @@ A page asks for one with a fenced block (registered by docsgen/hooks.py):
     ```
 
 `topologies`: every topology of the registry; `image-chain`: the layers `bundle build` walks;
+`dashboard`: the Grafana dashboard's layout from its JSON model; `bench ...`: `bundle bench`'s plot of
+figures written in the block (docsgen/bench_picture.py);
 `steps TITLE` followed by `name: what happens` lines: a sequence drawn from the page's own text."""
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import html
 import re
 
-from docsgen import image_chain_picture, steps_picture, topology_picture
+from docsgen import bench_picture, dashboard_picture, image_chain_picture, steps_picture, topology_picture
 
 
 def render(source: str) -> str:
@@ -23,11 +25,15 @@ def render(source: str) -> str:
         figures = topology_picture.pictures()
     elif kind == "image-chain":
         figures = [image_chain_picture.picture()]
+    elif kind == "dashboard":
+        figures = [dashboard_picture.picture()]
+    elif kind == "bench":
+        figures = [bench_picture.picture(source)]
     elif kind == "steps":
         ident = "steps-" + re.sub(r"[^a-z0-9]+", "-", argument.lower()).strip("-")
         figures = [steps_picture.picture(rest, argument, ident)]
     else:
-        raise ValueError(f"unknown picture {kind!r}: topologies, image-chain or steps TITLE")
+        raise ValueError(f"unknown picture {kind!r}: topologies, image-chain, dashboard, bench or steps TITLE")
     return '<div class="pictures">' + "".join(f"<figure>{svg}</figure>" for svg in figures) + "</div>"
 
 

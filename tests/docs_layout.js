@@ -36,6 +36,22 @@
     if (el.closest(".md-clipboard, .headerlink, .md-nav, .md-sidebar, .tabbed-labels")) continue;
     problems.push(`cut off at ${el.clientWidth}px (${el.scrollWidth}px of content): ${name(el)}`);
   }
+  // Anything that runs out of the text column (over the sidebar, or off a phone's screen), unless it
+  // is inside a box that scrolls.
+  const column = document.querySelector(".md-content");
+  if (column) {
+    const edge = column.getBoundingClientRect().right;
+    const spilled = [...column.querySelectorAll("*")].filter((el) => {
+      const box = el.getBoundingClientRect();
+      if (box.width === 0 || box.right <= edge + 1) return false;
+      for (let up = el.parentElement; up && up !== column; up = up.parentElement) if (scrolls(up)) return false;
+      return true;
+    });
+    // Name the outermost: its children spill with it.
+    const outermost = spilled.filter((el) => !spilled.includes(el.parentElement)).slice(0, 3);
+    if (outermost.length)
+      problems.push(`runs out of the text column by ${Math.round(outermost[0].getBoundingClientRect().right - edge)}px: ${outermost.map(name).join("; ")}`);
+  }
   // A synopsis or command line that runs past its box instead of wrapping.
   for (const el of document.querySelectorAll(".md-content p.synopsis code")) {
     if (el.scrollWidth > el.clientWidth + 1) problems.push(`a synopsis does not wrap: ${name(el)}`);

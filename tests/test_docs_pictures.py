@@ -73,3 +73,33 @@ def test_a_bad_picture_block_fails_the_strict_build(tmp_path):
     page.write_text(page.read_text() + "\n```picture\nplanted\n```\n")
     with pytest.raises(AssertionError, match="picture block 'planted': unknown picture 'planted'"):
         build_site(copy, tmp_path / "site")
+
+
+def test_the_dashboard_picture_is_the_provisioned_dashboards_layout():
+    from bundle.monitoring.dashboards import ROWS, dashboard
+    from docsgen import dashboard_picture
+
+    svg = dashboard_picture.picture()
+    texts = _texts(svg)
+    for row_title, panels in ROWS:
+        assert row_title in texts
+        assert all(any(t.startswith(p.title[:20]) for t in texts) for p in panels)
+    assert "sglang:kv_transfer_speed_gb_s_bucket" in svg and "smg_worker_health" in svg
+    model = dashboard()
+    model["panels"].append({"type": "timeseries", "title": "Planted panel", "gridPos": {"x": 0, "y": 70, "w": 8, "h": 8},
+                            "targets": [{"expr": "rate(planted_metric_total[5m])"}]})
+    planted = dashboard_picture.picture(model)
+    assert "Planted panel" in _texts(planted) and "planted_metric_total" in planted
+
+
+def test_the_bench_picture_is_bundle_benchs_own_plot_of_the_figures_in_the_block():
+    from docsgen import bench_picture
+
+    source = "bench tp4 256/256 original deployment\n1: output_throughput=10.22 mean_tpot_ms=94.13\n8: output_throughput=24"
+    record = bench_picture.record(source)
+    assert record["levels"] == [{"concurrency": 1, "metrics": {"output_throughput": 10.22, "mean_tpot_ms": 94.13}},
+                                {"concurrency": 8, "metrics": {"output_throughput": 24.0}}]
+    svg = pictures.render(source)
+    assert svg.startswith('<div class="pictures"><figure><svg') and "output throughput (tok/s)" in svg
+    with pytest.raises(ValueError, match="C: metric=value"):
+        bench_picture.record("bench tp4 256/256 x\neight: output_throughput=1")
