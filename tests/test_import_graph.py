@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Bottom first. A unit is a package (bundle/stack/) or a top-level module (bundle/lock.py); units on one
 # layer are peers and do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "memo", "checks", "findings", "streamed", "simulator"),  # the simulator runs alone, inside the rehearsal image
+    ("errors", "memo", "checks", "findings", "streamed", "log_lines", "simulator"),  # the simulator runs alone, inside the rehearsal image
     ("paths", "durations"),
     ("topology", "monitoring"),
     ("config",),

@@ -26,6 +26,8 @@ ALLOWED = {
     "rules/argspec.py::write_specs": "`python -m bundle.rules.argspec`, which regenerates the parser snapshots",
     "stack/engine.py::_print_progress": "build_image's default progress (its callers show progress without "
                                         "asking); still the one the derived images' builds get: to route",
+    "log_lines.py::_debug": "--debug's word on outside text it skipped, from a floor below every reporter "
+                            "(the readers are called from the readiness wait's polls)",
     "stack/engine.py::_cli_build_lines": "BUNDLE_DEBUG's echo of each docker command before it runs, as "
                                          "python-on-whales' debug mode does for its own",
 }

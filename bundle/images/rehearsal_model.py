@@ -28,6 +28,8 @@ from bundle.stack import engine
 TRAINER_IN_IMAGE = "/opt/bundle/engine/train_model.py"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "bench-sharegpt.json")
 MODEL_IMAGE_REPOSITORY = "sglang-bundle/rehearsal-model"
+# The trainer saves in shards with an index (as a real checkpoint): the index is written last.
+WEIGHTS_INDEX = "model.safetensors.index.json"
 
 
 def model_key(image: str) -> str:
@@ -53,10 +55,10 @@ def model_image(image: str) -> str:
 def ensure_model(image: str, *, report=print) -> Path:
     """The trained model folder for `image`, trained now (a minute or a few on a busy box) if missing."""
     out = model_dir(image)
-    if (out / "model.safetensors").exists():
+    if (out / WEIGHTS_INDEX).exists():
         return out
     with _one_trainer(out, report):
-        if (out / "model.safetensors").exists():  # trained by the process that held the lock before us
+        if (out / WEIGHTS_INDEX).exists():  # trained by the process that held the lock before us
             return out
         if _copied_from_engine(image, out, report):
             return out
@@ -74,9 +76,9 @@ def _copied_from_engine(image: str, out: Path, report) -> bool:
         return False
     work = _fresh_partial(out)
     engine.folder_from_image(ref, work)
-    if not (work / "model.safetensors").is_file():
+    if not (work / WEIGHTS_INDEX).is_file():
         shutil.rmtree(work, ignore_errors=True)
-        report(f"rehearsal: {ref} holds no model.safetensors; training again")
+        report(f"rehearsal: {ref} holds no {WEIGHTS_INDEX}; training again")
         return False
     work.rename(out)
     report(f"rehearsal: model copied from {ref}: {out}")

@@ -8,13 +8,15 @@ import re
 from bundle.config.model import Deployment
 from bundle.config.source import format_path
 from bundle.render.k8s import commands
-from bundle.rules import crds, lws_webhook, manifests
+from bundle.rules import crds, exposure, lws_webhook, manifests
 from bundle.rules.check import RulesReport
 from bundle.topology import Topology
 
 # LeaderWorkerSet names its StatefulSets and pods after itself (<lws>-<group>-<worker>) and labels
 # them with revision hashes; a name past this leaves no room under Kubernetes' 63-character limit.
 MAX_WORKLOAD_NAME = 45
+# Service types that publish the front door outside the cluster (ClusterIP stays inside).
+OUTSIDE_SERVICE_TYPES = ("NodePort", "LoadBalancer")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -71,6 +73,12 @@ def check(dep: Deployment, topology: Topology) -> RulesReport:
                 error(role.key_path + ("extra_args", index),
                       f"{flag} is set by the Kubernetes render (from {format_path(pods.key_path)} and "
                       f"kubernetes.rdma); change those keys instead of passing the flag")
+    if k8s.front_service_type in OUTSIDE_SERVICE_TYPES:
+        text = exposure.unkeyed(dep, topology, f"is a {k8s.front_service_type} Service, reachable from "
+                                               f"outside the cluster,")
+        if text:
+            path = ("kubernetes", "front_service_type")
+            found.warning(f"{where(path)}: {format_path(path)}: {text}")
     return found
 
 

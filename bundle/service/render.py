@@ -27,10 +27,11 @@ class TargetRender:
     prepared: Prepared  # the compose render it was made from, and its rules' findings
     output: object  # the target's render: write(folder), summary(), how_to_run(folder), warnings
     checked: str  # what problems() held the output to, one line
+    target_warnings: tuple[str, ...] = ()  # the target's own rules' warnings (its settings only it reads)
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return (*self.prepared.findings.warnings, *self.output.warnings)
+        return (*self.prepared.findings.warnings, *self.target_warnings, *self.output.warnings)
 
 
 def render_target(renderer: ModuleType, rules: ModuleType | None, topology: str, *, config: str | None = None,
@@ -40,8 +41,11 @@ def render_target(renderer: ModuleType, rules: ModuleType | None, topology: str,
     variant, for a renderer that takes one); raises one ConfigError listing every problem."""
     prepared = prepare(topology, config=config, dep=dep, rehearsal=rehearsal, sim=sim)
     dep = prepared.dep
+    target_warnings: tuple[str, ...] = ()
     if rules is not None:
-        rules.check(dep, prepared.topology).raise_if_errors(dep.source.name)
+        found = rules.check(dep, prepared.topology)
+        found.raise_if_errors(dep.source.name)
+        target_warnings = tuple(found.warnings)
     output = (renderer.for_target(dep, prepared.rendered, rehearsal=rehearsal) if rehearsal is not None
               else renderer.for_target(dep, prepared.rendered))
     problems = rules.problems(output) if rules is not None else []
@@ -49,7 +53,7 @@ def render_target(renderer: ModuleType, rules: ModuleType | None, topology: str,
         raise ConfigError([f"{line}; it was made from {dep.source.name}: check the value it came from, else "
                            f"report it as a bundle bug" for line in problems], source=dep.source.name)
     checked = f"checked: {rules.CHECKED}" if rules is not None else "not checked beyond the compose rules"
-    return TargetRender(prepared, output, checked)
+    return TargetRender(prepared, output, checked, target_warnings)
 
 
 @dataclass(frozen=True)

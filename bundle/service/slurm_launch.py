@@ -5,6 +5,7 @@ rehearsal's one substitution."""
 
 from __future__ import annotations
 
+from bundle import log_lines
 from bundle.config.model import Deployment
 from bundle.errors import EXIT_TIMEOUT, EXIT_USAGE, BundleError
 from bundle.render import slurm as slurm_render
@@ -141,7 +142,7 @@ def _wait_ready(stack, record, job, topology, front, dep, *, timeout: float, say
         lost = jobs.lost_roles(record, starting=starting)
         if lost:
             role, why = next(iter(lost.items()))
-            tail = "".join(stack.logs(role, tail=5).splitlines(keepends=True)[-5:])
+            tail = "".join(f"{line}\n" for line in log_lines.lines(stack.logs(role, tail=5))[-5:])
             raise BundleError(f"{role} was lost: {why}" + (f"\n{tail}" if tail else ""))
         for name in servers:
             if name not in healthy and workers.get(name, "/health", timeout=10).status == 200:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
+from bundle import log_lines
 from bundle.errors import EXIT_ENVIRONMENT, BundleError
 from bundle.stack import engine
 
@@ -69,7 +70,7 @@ class SlurmClient:
     def steps(self, job_id: str) -> dict[str, str]:
         """The job's running steps: step name -> its node list (`squeue -s`)."""
         out = self.run(["squeue", "-h", "-s", "-j", job_id, "-o", "%j|%N"])
-        return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
+        return dict(line.split("|", 1) for line in log_lines.lines(out) if "|" in line)
 
     def queue(self, job_id: str) -> str:
         """squeue's line for the job (state, time, nodes) as an operator reads it."""
@@ -79,7 +80,7 @@ class SlurmClient:
         """Node -> (state, reason) from sinfo (down*, idle, allocated ...)."""
         out = self.run(["sinfo", "-h", "-N", "-n", ",".join(names), "-o", "%N|%T|%E"])
         found = {}
-        for line in out.splitlines():
+        for line in log_lines.lines(out):
             name, state, reason = (line.split("|") + ["", ""])[:3]
             found[name] = (state, reason)
         return found

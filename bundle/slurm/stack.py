@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bundle import log_lines
 from bundle.errors import BundleError
 from bundle.slurm import job as jobs
 from bundle.slurm.cluster import Cluster
@@ -57,7 +58,7 @@ class SlurmRehearsalStack(docker.Stack):
         for role in roles:
             for path in self.record.log_files(role):
                 if path.is_file():
-                    lines = path.read_text(errors="replace").splitlines()
+                    lines = log_lines.lines(path.read_text(errors="replace"))
                     lines = lines[-tail:] if tail else lines
                     chunks.append("".join(f"{role} | {path.name} | {line}\n" for line in lines))
         return "".join(chunks)

@@ -21,6 +21,7 @@ from python_on_whales import DockerClient
 from python_on_whales.client_config import ClientNotFoundError, ParsingError
 from python_on_whales.exceptions import DockerException
 
+from bundle import log_lines
 from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
 
 
@@ -67,7 +68,8 @@ def engine_versions() -> dict[str, str]:
 
 
 def first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0] if (text or "").strip() else "(no output)"
+    lines = [line for line in log_lines.lines(text or "") if line.strip()]
+    return lines[0].strip() if lines else "(no output)"
 
 
 @contextmanager
@@ -409,9 +411,11 @@ def _cli_build_lines(context, dockerfile, tags, build_args, labels, use_cache, *
     cmd.append(str(context))
     if _debug():
         print("+ DOCKER_BUILDKIT=%d %s" % (int(buildkit), " ".join(cmd)), flush=True)
-    for _source, chunk in stream_stdout_and_stderr(cmd, env={"DOCKER_BUILDKIT": "1" if buildkit else "0"}):
-        for line in chunk.decode(errors="replace").splitlines():
-            yield line
+    splitters: dict[str, log_lines.LineSplitter] = {}
+    for source, chunk in stream_stdout_and_stderr(cmd, env={"DOCKER_BUILDKIT": "1" if buildkit else "0"}):
+        yield from splitters.setdefault(source, log_lines.LineSplitter()).feed(chunk)
+    for splitter in splitters.values():
+        yield from splitter.flush()
 
 
 def _run_build(lines, *, tags: list[str], dockerfile: Path, on_line, progress) -> str:
@@ -450,7 +454,7 @@ def container_processes(name: str) -> list[str]:
         out = run([*client().client_config.docker_cmd, "top", name, "-eo", "comm"])
     except (DockerException, OSError):
         return []
-    return [line.strip() for line in out.splitlines()[1:] if line.strip()]
+    return [line.strip() for line in log_lines.lines(out)[1:] if line.strip()]
 
 
 def run_streamed(image: str, command: list[str], *, name: str, volumes: list[tuple[Path | str, str, str]],
@@ -465,10 +469,14 @@ def run_streamed(image: str, command: list[str], *, name: str, volumes: list[tup
     tail: list[str] = []
     try:
         with docker_errors(f"lost {name}'s output"):
-            for _source, chunk in docker.container.logs(name, follow=True, stream=True):
-                for line in chunk.decode(errors="replace").splitlines():
+            splitters: dict[str, log_lines.LineSplitter] = {}
+            for source, chunk in docker.container.logs(name, follow=True, stream=True):
+                for line in splitters.setdefault(source, log_lines.LineSplitter()).feed(chunk):
                     tail = (tail + [line.rstrip()])[-20:]
                     on_line(line.rstrip())
+            for line in (rest for splitter in splitters.values() for rest in splitter.flush()):
+                tail = (tail + [line.rstrip()])[-20:]
+                on_line(line.rstrip())
             code = docker.container.wait(name)
     finally:
         _remove_quietly(docker, name)

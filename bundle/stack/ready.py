@@ -18,6 +18,7 @@ from typing import Callable
 import requests
 
 from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
+from bundle.log_lines import Stamp
 from bundle.stack import milestones
 from bundle.stack.frontdoor import FrontDoor
 from bundle.topology import ROUTER, TOOL_SERVICE, Topology
@@ -70,18 +71,21 @@ class LogProgress:
 
     def __init__(self, stack):
         self.stack = stack
-        self._since: dict[str, str] = {}  # container -> timestamp of the last line read
+        self._since: dict[str, Stamp] = {}  # container -> stamp of the last complete line read
         self.progress: dict[str, _Progress] = {}
 
     def update(self, container: str, service: str) -> None:
         table = milestones.ROUTER_MILESTONES if service == ROUTER else milestones.SERVER_MILESTONES
         state = self.progress.setdefault(service, _Progress())
         last = self._since.get(container)
-        for stamp, line in self.stack.container_log_lines(container, since=last):
-            self._since[container] = stamp
-            state.milestone = max(state.milestone, milestones.reached(line, table))
-            if milestones.is_fatal(line):
-                state.fatal = milestones.clean(line)
+        for line in self.stack.container_log_lines(container, since=last):
+            # A line without a stamp, or one still without its newline (a bar mid-way), is read but
+            # never moves `since`: the next poll reads the rest of it.
+            if line.stamp is not None and line.complete:
+                self._since[container] = line.stamp
+            state.milestone = max(state.milestone, milestones.reached(line.text, table))
+            if milestones.is_fatal(line.text):
+                state.fatal = milestones.clean(line.text)
 
     def milestone(self, service: str) -> str | None:
         table = milestones.ROUTER_MILESTONES if service == ROUTER else milestones.SERVER_MILESTONES

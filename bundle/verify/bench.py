@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundle import log_lines
 from bundle.verify import bench_serving
 from bundle.stack import engine
 from bundle.verify import comparable, runstore
@@ -203,7 +204,7 @@ def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: 
         _strip_server_info(out_file, lines)
     else:  # no result (cut short, crashed, or nothing succeeded): what the launcher saw is the count
         entry.update(tally)
-    tail = "\n".join(output.splitlines()[-TAIL_LINES:])
+    tail = "\n".join(log_lines.lines(output)[-TAIL_LINES:])
     short = bench_serving.dataset_short(output)
     gone = stack_gone()
     if short:

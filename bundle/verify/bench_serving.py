@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bundle import log_lines
+
 # The metrics a bench report keeps, as bench_serving names them.
 METRICS = (
     "completed", "duration", "total_input_tokens", "total_output_tokens", "request_throughput",
@@ -104,7 +106,7 @@ def tally(observed: list[dict], *, num_prompts: int) -> dict:
 
 def dataset_short(output: str) -> tuple[int, int] | None:
     """(supplied, wanted) when the launcher refused a dataset too small for the prompts asked for."""
-    for line in output.splitlines():
+    for line in log_lines.lines(output):
         if line.startswith(DATASET_SHORT):
             fields = dict(part.split("=", 1) for part in line.split()[1:] if "=" in part)
             return int(fields.get("supplied", 0)), int(fields.get("wanted", 0))
