@@ -91,12 +91,18 @@ def _values(action: argparse.Action) -> str:
 
 
 def _name(action: argparse.Action) -> str:
-    names = ", ".join(action.option_strings) or (action.metavar or action.dest)
+    """The argument as typed: each option name kept whole on a line (a browser breaks after a hyphen)."""
+    names = ", ".join(f'<span class="flag">{_escaped(o)}</span>' for o in action.option_strings) or \
+        _escaped(action.metavar or action.dest)
     if action.option_strings and action.nargs != 0:
         metavar = action.metavar or action.dest.upper()  # the choices have their own column
         metavar = metavar if isinstance(metavar, str) else " ".join(metavar)
-        names += f" [{metavar}]" if action.nargs == "?" else f" {metavar}"
-    return code(names)
+        names += " " + _escaped(f"[{metavar}]" if action.nargs == "?" else metavar)
+    return f"<code>{names}</code>"
+
+
+def _escaped(text: str) -> str:
+    return code(text).removeprefix("<code>").removesuffix("</code>")
 
 
 def flag_rows(parser: argparse.ArgumentParser) -> list[argparse.Action]:
@@ -105,9 +111,27 @@ def flag_rows(parser: argparse.ArgumentParser) -> list[argparse.Action]:
             if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and a.help != argparse.SUPPRESS]
 
 
+def _groups(usage: str) -> list[str]:
+    """The usage line's top-level parts ("bundle", "launch", "[--rehearsal [engine|sim]]", ...)."""
+    groups, depth, current = [], 0, ""
+    for char in " ".join(usage.split()):
+        if char in "[({":
+            depth += 1
+        elif char in "])}":
+            depth -= 1
+        if char == " " and depth == 0:
+            groups.append(current)
+            current = ""
+        else:
+            current += char
+    return [*groups, current] if current else groups
+
+
 def _synopsis(usage: str) -> str:
-    """The usage line as wrapping text (a code block would run it off a phone's screen in one line)."""
-    return f'<p class="synopsis"><code>{prose(" ".join(usage.split()))}</code></p>'
+    """The usage line as text that wraps between its parts, never inside one (a code block would run
+    it off a phone's screen in one line; a browser would break "--rehearsal" after its first dash)."""
+    parts = " ".join(f'<span class="part">{prose(group)}</span>' for group in _groups(usage))
+    return f'<p class="synopsis"><code>{parts}</code></p>'
 
 
 def verb_section(name: str, parser: argparse.ArgumentParser, level: int = 2, help_: str = "") -> str:
