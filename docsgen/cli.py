@@ -36,14 +36,14 @@ def _sub_help(parser: argparse.ArgumentParser) -> dict[str, str]:
     return {}
 
 
-def has_default(action: argparse.Action) -> bool:
+def _has_default(action: argparse.Action) -> bool:
     """Whether the parser itself gives the argument a value when it is left out (a switch's False or
     an empty list is no value worth a column)."""
     return not (action.default in (None, False, argparse.SUPPRESS) or action.default == []
                 or isinstance(action, _SWITCHES))
 
 
-def default_text(action: argparse.Action) -> str:
+def _default_text(action: argparse.Action) -> str:
     return (" ".join(map(str, action.default)) if isinstance(action.default, (list, tuple))
             else str(action.default))
 
@@ -66,8 +66,8 @@ def split_help(action: argparse.Action) -> tuple[str, str]:
 
 def _default(action: argparse.Action) -> str:
     _, spelled = split_help(action)
-    if has_default(action):
-        shown = default_text(action)
+    if _has_default(action):
+        shown = _default_text(action)
         # "pd, which uses all 8 GPUs": the parser's value, then what the help adds to it.
         rest = spelled.removeprefix(shown).strip(" ,;") if spelled.startswith(shown) else spelled
         return code(shown) + (f" ({prose(rest)})" if rest else "")
