@@ -30,7 +30,7 @@ SEARCH_JS = """(async (query) => {
   input.value = query;
   input.dispatchEvent(new Event("input", {bubbles: true}));
   input.dispatchEvent(new KeyboardEvent("keyup", {bubbles: true, key: query.slice(-1)}));
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 200; i++) {  // up to 20 s: the worker loads the index first
     const links = [...document.querySelectorAll(".md-search-result__item a")].map((a) => a.getAttribute("href"));
     if (links.length) return links;
     await new Promise((resolve) => setTimeout(resolve, 100));
