@@ -94,7 +94,7 @@ def get(name: str) -> Mode:
                           hint=f"use --rehearsal {' or --rehearsal '.join(MODES)}") from None
 
 
-def parse(value: str | bool | _BareFlag | None, *, knobs: bool = False, tuning: bool = False) -> Mode | None:
+def parse(value: str | bool | None, *, knobs: bool = False, tuning: bool = False) -> Mode | None:
     """A mode from the command line or a launch record: None or False (no rehearsal), a mode's name,
     BARE_FLAG (`--rehearsal` alone: BARE; the mode that takes knobs when --sim gave some, or when
     `tuning`, the first tunable one), or True (a launch record of an older driver: the simulator)."""
@@ -102,22 +102,14 @@ def parse(value: str | bool | _BareFlag | None, *, knobs: bool = False, tuning: 
         return None
     if value is True:
         return MODES[BARE_WITH_KNOBS]
-    if value is BARE_FLAG:
+    if value == BARE_FLAG:
         if tuning:
             return next(m for m in MODES.values() if m.tunable)
         return MODES[BARE_WITH_KNOBS if knobs else BARE]
     return get(value)
 
 
-class _BareFlag:
-    """What argparse stores for `--rehearsal` given without a value: not a str, so argparse does not
-    check it against the choices, and no placeholder name is offered as a mode."""
-
-    def __repr__(self) -> str:
-        return "--rehearsal (bare)"
-
-
-BARE_FLAG = _BareFlag()
+BARE_FLAG = "default"  # what argparse stores for `--rehearsal` given without a value
 
 
 def name_of(mode: Mode | None) -> str | None:
