@@ -168,3 +168,13 @@ def test_the_splitlines_check_fails_on_a_planted_reader(tmp_path):
     (tmp_path / "bundle/stack/planted.py").write_text(
         "def read(text):\n    return [l.partition(' ') for l in text.splitlines()]\n")
     assert splitlines_calls(tmp_path) == ["bundle/stack/planted.py:2"]
+
+
+def test_the_server_arguments_dump_is_no_warm_up_milestone():
+    """SGLang prints its arguments (`skip_server_warmup=False`) before it loads weights: that line is no
+    milestone, so the wait still shows "loading weights" when the load begins."""
+    table = milestones.SERVER_MILESTONES
+    dump = "[2026-12-06 01:35:10] server_args=ServerArgs(model_path='/model', skip_server_warmup=False, ...)"
+    assert milestones.reached(dump, table) == -1
+    assert table[milestones.reached("[x] Running warmup decode", table)][0] == "warming up"
+    assert table[milestones.reached("[x] Start of pd disaggregation warmup ...", table)][0] == "warming up"
