@@ -152,7 +152,8 @@ lint: $(STAMP) ## hadolint every Dockerfile (ignores justified in .hadolint.yaml
 # navigation, fails. External links need the network: `make docs-links`, run by a maintainer online.
 MKDOCS_ENV := NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true PYTHONPATH=$(CURDIR)
 docs: $(STAMP) ## build the documentation site into site/ (--strict; reference pages generated from the code)
-	$(MKDOCS_ENV) $(BIN)/mkdocs build --strict --quiet
+	@# No --quiet: mkdocs 1.6 then drops the warnings before --strict counts them (a broken link passed).
+	$(MKDOCS_ENV) $(BIN)/mkdocs build --strict
 
 docs-links: docs ## online, not in CI: fetch every external link of the built site, exit 1 naming the broken ones
 	$(BIN)/python -m docsgen.links site

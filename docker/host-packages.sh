@@ -6,11 +6,13 @@
 #   docker-registry the distribution registry `bundle pull`'s tests serve images from on 127.0.0.1
 #   promtool        checks the rendered Prometheus config and alert rules and runs their unit tests
 #                   (Debian's `prometheus` package; its service is not started in a container)
+#   chromium        the browser the documentation tests load every page in, headless, over the
+#                   DevTools protocol (tests/test_docs_browser.py)
 # As root it installs what is missing with apt-get; otherwise it names the one command to run.
 # Idempotent: prints nothing and installs nothing when every command is there.
 set -euo pipefail
 declare -A provides=([debootstrap]=debootstrap [patchelf]=patchelf [docker-registry]=docker-registry
-                    [promtool]=prometheus)
+                    [promtool]=prometheus [chromium]=chromium)
 missing=()
 for cmd in "${!provides[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${provides[$cmd]}")

@@ -1,10 +1,24 @@
-"""Every verb and every flag, from the CLI's own argparse parser (bundle.cli.build_parser)."""
+"""Every verb and every flag, from the CLI's own argparse parser (bundle.cli.build_parser).
+
+Each flag's row says once what it takes (its choices, or the kind of value), its default in the
+default column (the parser's own value, else the "(default: ...)" its help text spells out, taken out
+of the description), and what it does."""
 
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
 
 from docsgen.markdown import code, page, prose, table
+
+# "(default: X)" or "(default X)" inside a help text, one level of parentheses allowed inside X;
+# or a trailing "; default: X".
+_DEFAULT_IN_PARENS = re.compile(r"\s*\(default:?\s+((?:[^()]|\([^()]*\))*)\)")
+_DEFAULT_AT_END = re.compile(r";\s*default:?\s+([^;()]+)$")
+_SWITCHES = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction,
+             argparse._AppendConstAction, argparse._CountAction)
+_KINDS = {int: "integer", float: "number", Path: "path"}
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -22,39 +36,112 @@ def _sub_help(parser: argparse.ArgumentParser) -> dict[str, str]:
     return {}
 
 
+def _has_default(action: argparse.Action) -> bool:
+    """Whether the parser itself gives the argument a value when it is left out (a switch's False or
+    an empty list is no value worth a column)."""
+    return not (action.default in (None, False, argparse.SUPPRESS) or action.default == []
+                or isinstance(action, _SWITCHES))
+
+
+def _default_text(action: argparse.Action) -> str:
+    return (" ".join(map(str, action.default)) if isinstance(action.default, (list, tuple))
+            else str(action.default))
+
+
+def split_help(action: argparse.Action) -> tuple[str, str]:
+    """(what it does, the default its help text spells out or ""): the help with its "(default: X)"
+    and any literal list of the choices taken out (the row shows both in their own columns)."""
+    text = (action.help or "") % {"default": action.default, "prog": "bundle"} if action.help else ""
+    spelled = ""
+    match = _DEFAULT_IN_PARENS.search(text) or _DEFAULT_AT_END.search(text)
+    if match:
+        spelled = match.group(1).strip()
+        text = text[:match.start()] + text[match.end():]
+    if action.choices and not isinstance(action, argparse._SubParsersAction):
+        names = [re.escape(str(c)) for c in action.choices]
+        for sep in (r"\s*\|\s*", r",\s*"):
+            text = re.sub(r"(?::|\bone of:?)?\s*" + sep.join(names) + r"\b", "", text)
+    return " ".join(text.split()).strip(" ,;"), spelled
+
+
 def _default(action: argparse.Action) -> str:
-    if action.default in (None, False, argparse.SUPPRESS) or action.option_strings == [] or \
-            isinstance(action, (argparse._StoreTrueAction, argparse._HelpAction, argparse._VersionAction)):
-        return ""
-    return code(action.default if not isinstance(action.default, (list, tuple)) else
-                " ".join(map(str, action.default)))
+    _, spelled = split_help(action)
+    if _has_default(action):
+        shown = _default_text(action)
+        # "pd, which uses all 8 GPUs": the parser's value, then what the help adds to it.
+        rest = spelled.removeprefix(shown).strip(" ,;") if spelled.startswith(shown) else spelled
+        return code(shown) + (f" ({prose(rest)})" if rest else "")
+    return prose(spelled)
+
+
+def _values(action: argparse.Action) -> str:
+    """What the argument takes: its choices once, or the kind of value; "repeatable" when it may be
+    given more than once or takes several values."""
+    if isinstance(action, _SWITCHES):
+        return "none (a switch)"
+    if action.choices:
+        taken = "one of " + ", ".join(code(c) for c in action.choices)
+    else:
+        taken = _KINDS.get(action.type, "text")
+    if isinstance(action, argparse._AppendAction) or action.nargs in ("+", "*"):
+        taken += ", repeatable"
+    if action.option_strings and action.nargs == "?":
+        taken += ", or none"
+    return taken
 
 
 def _name(action: argparse.Action) -> str:
-    names = ", ".join(action.option_strings) or (action.metavar or action.dest)
+    """The argument as typed: each option name kept whole on a line (a browser breaks after a hyphen)."""
+    names = ", ".join(f'<span class="flag">{_escaped(o)}</span>' for o in action.option_strings) or \
+        _escaped(action.metavar or action.dest)
     if action.option_strings and action.nargs != 0:
-        metavar = action.metavar or (f"{{{','.join(map(str, action.choices))}}}" if action.choices else
-                                     action.dest.upper())
-        names += f" {metavar if isinstance(metavar, str) else ' '.join(metavar)}"
-    return code(names)
+        metavar = action.metavar or action.dest.upper()  # the choices have their own column
+        metavar = metavar if isinstance(metavar, str) else " ".join(metavar)
+        names += " " + _escaped(f"[{metavar}]" if action.nargs == "?" else metavar)
+    return f"<code>{names}</code>"
 
 
-def _help(action: argparse.Action) -> str:
-    text = (action.help or "") % {"default": action.default, "prog": "bundle"} if action.help else ""
-    if action.choices and not isinstance(action, argparse._SubParsersAction):
-        text += f" (one of: {', '.join(map(str, action.choices))})"
-    return prose(text.strip())
+def _escaped(text: str) -> str:
+    return code(text).removeprefix("<code>").removesuffix("</code>")
+
+
+def flag_rows(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The arguments a verb's table lists, in the parser's order."""
+    return [a for a in parser._actions
+            if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and a.help != argparse.SUPPRESS]
+
+
+def _groups(usage: str) -> list[str]:
+    """The usage line's top-level parts ("bundle", "launch", "[--rehearsal [engine|sim]]", ...)."""
+    groups, depth, current = [], 0, ""
+    for char in " ".join(usage.split()):
+        if char in "[({":
+            depth += 1
+        elif char in "])}":
+            depth -= 1
+        if char == " " and depth == 0:
+            groups.append(current)
+            current = ""
+        else:
+            current += char
+    return [*groups, current] if current else groups
+
+
+def _synopsis(usage: str) -> str:
+    """The usage line as text that wraps between its parts, never inside one (a code block would run
+    it off a phone's screen in one line; a browser would break "--rehearsal" after its first dash)."""
+    parts = " ".join(f'<span class="part">{prose(group)}</span>' for group in _groups(usage))
+    return f'<p class="synopsis"><code>{parts}</code></p>'
 
 
 def verb_section(name: str, parser: argparse.ArgumentParser, level: int = 2, help_: str = "") -> str:
     """A verb's description, usage and flags; a verb with verbs of its own (`model pin`) gets a
     section for each below it."""
-    rows = [[_name(a), _default(a), _help(a)] for a in parser._actions
-            if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and a.help != argparse.SUPPRESS]
+    rows = [[_name(a), _values(a), _default(a), prose(split_help(a)[0])] for a in flag_rows(parser)]
     usage = parser.format_usage().removeprefix("usage: ").strip()
     lines = [f"{'#' * level} `bundle {name}`", "", prose(parser.description or help_), "",
-             "```text", " ".join(usage.split()), "```", "",
-             table(["argument", "default", "what it does"], rows) if rows else "No arguments.", ""]
+             _synopsis(usage), "",
+             table(["argument", "takes", "default", "what it does"], rows) if rows else "No arguments.", ""]
     helps = _sub_help(parser)
     lines += [verb_section(f"{name} {sub_name}", sub, level + 1, helps.get(sub_name, ""))
               for sub_name, sub in _subparsers(parser).items()]

@@ -26,7 +26,8 @@ def _resolve(node: dict, schema: dict) -> dict:
 
 def _type(node: dict) -> str:
     if "enum" in node:
-        return " | ".join(code(json.dumps(v)) for v in node["enum"])
+        # Commas, not a bare "|": a pipe between cells' code spans would split the table row.
+        return "one of " + ", ".join(code(json.dumps(v)) for v in node["enum"])
     if "const" in node:
         return code(json.dumps(node["const"]))
     kinds = node.get("type")
@@ -40,11 +41,8 @@ def _type(node: dict) -> str:
 
 
 def _default(value) -> str:
-    if value is _MISSING:
-        return ""
-    if isinstance(value, (dict, list)) and len(json.dumps(value)) > 60:
-        return code(json.dumps(value)[:57] + "...")
-    return code(json.dumps(value))
+    """The whole default as JSON (a long one wraps in its cell rather than being cut short)."""
+    return "" if value is _MISSING else code(json.dumps(value))
 
 
 def rows(schema: dict, defaults: dict) -> list[tuple[str, dict, object]]:

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import html
+import re
+
+# Where a long name may break in a narrow column (before the next part, never inside a part): after a
+# dot, slash, underscore, comma, colon, "=", "(" or "{". <wbr> adds no character: copying the code or
+# searching for it finds the name whole.
+_BREAKS = re.compile(r"([./_,:=({])(?=[^\s<])")
 
 GENERATED_NOTE = ("!!! note \"Generated\"\n    This page is generated from {source} when the site is built; "
                   "change the source, not the page.\n")
 
 
 def code(text: str) -> str:
-    """A code span (HTML, so a `|` or a backtick inside cannot end the cell or the span)."""
-    return f"<code>{html.escape(str(text)).replace('|', '&#124;')}</code>"
+    """A code span (HTML, so a `|` or a backtick inside cannot end the cell or the span) that a narrow
+    column wraps after a dot, slash or underscore rather than running it off the page."""
+    escaped = html.escape(str(text), quote=False).replace("|", "&#124;").replace('"', "&quot;")
+    return "<code>" + _BREAKS.sub(r"\1<wbr>", escaped) + "</code>"
 
 
 def key(text: str) -> str:
-    """A dotted key path as code that a narrow column wraps after a dot, never inside a name."""
-    return code(text).replace(".", ".<wbr>")
+    """A dotted key path as code (wraps after a dot, never inside a name)."""
+    return code(text)
 
 
 def prose(text: str) -> str:
@@ -27,7 +35,7 @@ def prose(text: str) -> str:
         if i % 2:  # inside backticks
             out.append(code(part))
         else:
-            out.append(html.escape(part).replace("|", "&#124;").replace("_", "&#95;").replace("*", "&#42;")
+            out.append(html.escape(part).replace("|", "&#124;").replace("_", "&#95;<wbr>").replace("*", "&#42;")
                        .replace("\n", " "))
     return "".join(out)
 

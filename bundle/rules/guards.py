@@ -19,8 +19,8 @@ class Guard:
 BACKEND_NAMES = Guard(
     "backend names",
     "a backend name (from levers, extra_args or a role's env) the pinned SGLang does not accept: the choices "
-    "of every --*backend* option, and for SGLANG_SM120_FLASHMLA_BACKEND the names flash_mla_sm120.py tells "
-    "apart (flashinfer, triton) plus torch, so b12x is refused",
+    "of every option whose name ends in -backend, and for SGLANG_SM120_FLASHMLA_BACKEND the names "
+    "flash_mla_sm120.py tells apart (flashinfer, triton) plus torch, so b12x is refused",
     "any other SGLANG_SM120_FLASHMLA_BACKEND value silently runs the slow torch path",
     (), "bundle/rules/backends.py")
 V41_CHECKPOINT = Guard(

@@ -1,0 +1,50 @@
+"""mkdocs hooks (mkdocs.yml, hooks:): the `picture` blocks of the guides (docsgen/pictures.py), and the
+not-found page styled under any base path.
+
+A server answers a missing URL at any depth with 404.html, so no URL in it can be relative to the
+page, and a root-absolute one (mkdocs' choice) misses a site served under a subpath. Its links are
+made relative to the site's root (a script in docsgen/theme/404.html finds that root and makes it the
+page's <base>), and its stylesheets are inlined: the browser fetches a linked one ahead of that script,
+from the wrong folder. It carries no script of the theme (search needs the index from the root)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+# mkdocs loads this file by its path: the checkout (docsgen, bundle) must be importable from it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from docsgen import pictures  # noqa: E402
+
+_STYLESHEET = re.compile(r'<link rel="stylesheet" href="\./([^"]+)">')
+_THEME_SCRIPT = re.compile(r'<script src="\./[^"]+"></script>')
+
+
+def on_config(config):
+    fences = config["mdx_configs"].setdefault("pymdownx.superfences", {}).setdefault("custom_fences", [])
+    fences.append({"name": "picture", "class": "picture", "format": pictures.fence})
+    return config
+
+
+def on_template_context(context, template_name, config):
+    if template_name == "404.html":
+        context["base_url"] = "."
+    return context
+
+
+def _inline(match: re.Match, folders: list[Path]) -> str:
+    for folder in folders:
+        path = folder / match.group(1)
+        if path.is_file():
+            return f"<style>{path.read_text(encoding='utf-8')}</style>"
+    return match.group(0)
+
+
+def on_post_template(output_content, template_name, config):
+    if template_name != "404.html":
+        return output_content
+    folders = [Path(config["docs_dir"]), *map(Path, config["theme"].dirs)]
+    output_content = _STYLESHEET.sub(lambda m: _inline(m, folders), output_content)
+    return _THEME_SCRIPT.sub("", output_content)
