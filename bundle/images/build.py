@@ -78,7 +78,7 @@ LAYERS: tuple[LayerSpec, ...] = (
               ("docker/requirements/pd.txt",), lambda lock: {}),
     LayerSpec("kernels", "FlashInfer's JIT modules for the predicted choices, compiled for 12.0a into "
                          "flashinfer/data/aot/ (bundle/images/kernels_jit.py)",
-              ("docker/kernels-build.py",),
+              ("docker/kernels-build.py", "docker/kernels_narrow.py", "docker/tilelang-prebuild.py"),
               lambda lock: {"KERNELS": kernels_jit.build_arg(kernels_jit.default_modules())}),
     LayerSpec("overlay", "the kernel overlay (kernels/)",
               ("docker/overlay-install.sh", "@overlay"),
