@@ -264,3 +264,28 @@ def test_sglangs_own_flashinfer_mxfp4_call_asks_for_the_kept_pair_only():
     facts["kernels"]["fused_moe"]["fused_moe_120"]["sglang_calls"]["source"] = "def f():\n    pass\n"
     _, findings = _run(facts)
     assert any(f.startswith("fused_moe_120: no cutlass_fused_moe call found") for f in _fails(findings))
+
+
+def test_the_probe_reads_the_cubin_a_library_keeps_as_data(tmp_path):
+    """TileLang's executable.so holds its kernel's cubin as data, not in a fatbin section cuobjdump
+    reads: the probe carves each CUDA ELF (EM_CUDA, ELF64; its size from the section and program header
+    tables) and runs cuobjdump on it, reporting under the library's path."""
+    from bundle.images.audit import probe
+
+    head = bytearray(64)
+    head[0:4], head[4] = b"\x7fELF", 2
+    head[0x12:0x14] = (190).to_bytes(2, "little")
+    head[0x28:0x30] = (100).to_bytes(8, "little")  # section headers at 100, 2 of 64 bytes: ends at 228
+    head[0x3A:0x3C], head[0x3C:0x3E] = (64).to_bytes(2, "little"), (2).to_bytes(2, "little")
+    head[0x20:0x28] = (228).to_bytes(8, "little")  # program headers after them, 1 of 56: ends at 284
+    head[0x36:0x38], head[0x38:0x3A] = (56).to_bytes(2, "little"), (1).to_bytes(2, "little")
+    cubin = bytes(head) + b"\0" * (284 - 64)
+    library = tmp_path / "executable.so"
+    library.write_bytes(b"\x7fELF host library" + b"\0" * 500 + cubin + b"trailing data")
+    assert probe._embedded_cubins(str(library)) == [cubin]
+    cuobjdump = tmp_path / "cuobjdump"  # names the arch only for a file of exactly the cubin's size
+    cuobjdump.write_text('#!/bin/sh\n[ "$1" = --list-elf ] && [ "$(wc -c < "$2")" -eq 284 ] '
+                         '&& echo "ELF file    1: x.sm_120a.cubin"\nexit 0\n')
+    cuobjdump.chmod(0o755)
+    got = probe._objdump_embedded(str(cuobjdump), str(library))
+    assert got["cubins"] == ["sm_120a"] and got["path"] == str(library) and got["ptx"] == []
