@@ -28,6 +28,6 @@ site=$(python -c "import flashinfer, os; print(os.path.dirname(os.path.dirname(f
 mkdir -p /out/site
 tar -C "$site" --exclude="flashinfer/data/csrc" --exclude="flashinfer/data/cutlass" --exclude="flashinfer/data/cccl" \
     --exclude="flashinfer/data/include" --exclude="flashinfer/data/spdlog" --exclude="__pycache__" \
-    -cf - flashinfer tvm_ffi | tar -C /out/site -xf -
+    -cf - flashinfer tvm_ffi requests urllib3 idna certifi pynvml.py tqdm | tar -C /out/site -xf -
 chown -R '"$(id -u):$(id -g)"' /out'
 du -sh "$out"/site "$out"/sm120
