@@ -13,6 +13,12 @@ REHEARSAL ?= engine
 # (about 10 output tok/s at C=8 on 2 cores) takes over ten minutes to serve at C=8 (measured 2026-12-02).
 REHEARSE_BENCH ?= --input-len 32 --output-len 32
 STAMP := $(VENV)/.installed
+# inference-perf (the suite's independent client) needs Python >= 3.12: its own venv (see its rule).
+CLIENT_VENV ?= .venv-inference-perf
+CLIENT_STAMP := $(CLIENT_VENV)/.installed
+# The first CPython 3.12 that runs: python3.12 on PATH (a pyenv shim may be there and refuse), then pyenv's.
+PYTHON312 ?= $(shell for p in $$(command -v python3.12) $$(ls -d $$HOME/.pyenv/versions/3.12.*/bin/python 2>/dev/null); do \
+  "$$p" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo "$$p"; break; }; done)
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -38,12 +44,21 @@ $(DRIVER): $(BIN)/python pyproject.toml docker/install-compose.sh docker/install
 
 install: $(STAMP) ## the dev install: the driver plus test tools, the pinned parsers (torch, sglang, smg, nixl), hadolint; host packages (debootstrap ...)
 
-$(STAMP): $(DRIVER) requirements/dev.txt requirements/sglang-nodeps.txt docker/host-packages.sh
+$(STAMP): $(DRIVER) requirements/dev.txt requirements/sglang-nodeps.txt docker/host-packages.sh $(CLIENT_STAMP)
 	@# debootstrap, patchelf, docker-registry from Debian (as root; otherwise it says the sudo command).
 	docker/host-packages.sh
 	$(BIN)/pip install -q -r requirements/dev.txt
 	$(BIN)/pip install -q --no-deps -r requirements/sglang-nodeps.txt
 	@touch $(STAMP)
+
+# inference-perf, the suite's independent benchmark client, needs Python >= 3.12: its own venv, from a
+# CPython 3.12 on PATH or pyenv's (PYTHON312 overrides), with the hashed closure of requirements/.
+
+$(CLIENT_STAMP): requirements/inference-perf.txt
+	@test -n "$(PYTHON312)" || { echo "inference-perf needs a CPython 3.12: install one (python3.12 on PATH) or set PYTHON312=/path/to/python3.12"; exit 2; }
+	$(PYTHON312) -m venv $(CLIENT_VENV)
+	$(CLIENT_VENV)/bin/pip install -q --require-hashes -r requirements/inference-perf.txt
+	@touch $(CLIENT_STAMP)
 
 # Two tiers, fast first: a failure among the tests that start no container, reach no network and take
 # seconds stops the run before the second tier's minutes (Docker: tests/e2e/ and the image builds;

@@ -4,7 +4,10 @@ Peer: `docker compose config` of the same rendered topology, i.e. compose's own 
 validation of the files, which every launch pays anyway. Both are run as fresh processes, as a
 user runs them, N times each, interleaved so that machine noise hits both alike.
 
-    .venv/bin/python benchmarks/validate_speed.py [--runs 15]
+    .venv/bin/python benchmarks/validate_speed.py [--runs 15] [--verbs]
+
+With --verbs, also each verb's start-up: `bundle VERB --help` (the command line, the verb's module and
+what it imports at the top, its parser; nothing of its work), against the same peer.
 
 Prints a table and appends one JSON line to runs/benchmarks/validate.jsonl.
 """
@@ -38,6 +41,7 @@ def timed(cmd: list[str]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--verbs", action="store_true", help="also time `bundle VERB --help` for every verb")
     args = parser.parse_args()
     bundle = str(Path(sys.executable).parent / "bundle")
     subprocess.run([bundle, "render", "pd"], check=True, capture_output=True, cwd=REPO)
@@ -48,6 +52,11 @@ def main() -> int:
         "docker compose config (pd, peer)": ["docker", "compose", "--env-file", str(env_file),
                                              "-f", "compose/pd.yaml", "config", "--quiet"],
     }
+    if args.verbs:
+        sys.path.insert(0, str(REPO))
+        from bundle.cli import verb_names
+
+        subjects |= {f"bundle {verb} --help": [bundle, verb, "--help"] for verb in verb_names()}
     samples: dict[str, list[float]] = {name: [] for name in subjects}
     for name, cmd in subjects.items():  # one warm-up each: page cache, not what we measure
         timed(cmd)

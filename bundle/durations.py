@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from bundle.errors import EXIT_USAGE, BundleError
+from bundle.errors import UsageError
 
 _PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
 _UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
@@ -16,6 +16,5 @@ def parse_duration(text: str, *, what: str = "duration") -> float:
         return float(text)  # a bare number means seconds
     parts = _PART.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
-        raise BundleError(f"{what}: {text!r} is not a duration", hint="write e.g. 90s, 30m or 1h30m",
-                          exit_code=EXIT_USAGE)
+        raise UsageError(f"{what}: {text!r} is not a duration", hint="write e.g. 90s, 30m or 1h30m")
     return sum(float(n) * _UNIT[u] for n, u in parts)

@@ -25,12 +25,11 @@ def project_root() -> Path:
     for folder in (cwd, *cwd.parents):
         if _is_project(folder):
             return folder
-    from bundle.errors import EXIT_ENVIRONMENT, BundleError
+    from bundle.errors import NotFound
 
-    raise BundleError(f"no project folder (compose/ and docker/lock.toml) in {cwd} or above it, "
-                      f"nor next to the installed driver ({PACKAGE_DIR})",
-                      hint="run `bundle` inside the project's checkout, or set BUNDLE_HOME to it",
-                      exit_code=EXIT_ENVIRONMENT)
+    raise NotFound(f"no project folder (compose/ and docker/lock.toml) in {cwd} or above it, "
+                   f"nor next to the installed driver ({PACKAGE_DIR})",
+                   hint="run `bundle` inside the project's checkout, or set BUNDLE_HOME to it")
 
 
 def compose_dir() -> Path:

@@ -24,10 +24,12 @@ Adding a topology = one entry in TOPOLOGIES + compose/<name>.yaml + compose/rehe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from bundle.errors import EXIT_USAGE, BundleError
+from bundle.errors import UsageError
 from bundle.paths import compose_dir
 
 SERVER, PREFILL, DECODE, ROUTER = "server", "prefill", "decode", "router"
@@ -81,7 +83,7 @@ class Topology:
         return compose_dir() / f"{self.name}.yaml"
 
     def compose_files(self, *, overlay: Path | None = None) -> list[Path]:
-        """The topology's file, then an overlay (a rehearsal mode's, service/rehearsal.py): order
+        """The topology's file, then an overlay (a rehearsal mode's, bundle/rehearsal/): order
         matters, the overlay wins; then the monitoring profile's services (off unless the `monitoring`
         profile is active)."""
         return [self.compose_file, *([overlay] if overlay else []), compose_dir() / "monitoring.yaml"]
@@ -180,4 +182,14 @@ def get(name: str) -> Topology:
     try:
         return TOPOLOGIES[name]
     except KeyError:
-        raise BundleError(f"unknown topology {name!r}; known: {', '.join(NAMES)}", exit_code=EXIT_USAGE) from None
+        raise UsageError(f"unknown topology {name!r}; known: {', '.join(NAMES)}") from None
+
+
+class Overlay(Protocol):
+    """What the compose render asks of a rehearsal mode (bundle.api.Mode implements it; the modes live in
+    bundle/rehearsal/, above this floor): its compose overlay for a topology, and its overrides of the
+    servers' arguments (None: it keeps them)."""
+
+    server_args: Callable[[Topology, dict[str, str]], dict[str, str]] | None
+
+    def overlay_file(self, topology: Topology) -> Path: ...

@@ -1,4 +1,4 @@
-"""A Reporter (bundle/verify/console.py) that keeps what a service printed, for tests that call a
+"""A Reporter (bundle/reporter.py) that keeps what a service printed, for tests that call a
 service directly: each print() as one string (markup left as written), each status() text."""
 
 from __future__ import annotations

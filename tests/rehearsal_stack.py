@@ -15,7 +15,7 @@ import requests
 from bundle import topology as registry
 from bundle.render import rehearsal
 from bundle.stack.docker import Stack
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 from tests.sim_process import free_port
 
 SERVED = "dsv4-simulated"

@@ -77,6 +77,20 @@ def test_flags_override_config_and_pd_targets_the_router(tmp_path):
     assert plan.dataset_path == "/model/bench-sharegpt.json"  # shipped with the model: offline
 
 
+def test_behind_a_router_each_request_names_the_served_model_and_a_lone_server_is_not_sent_one(tmp_path):
+    """pd's router routes by model (--enable-igw) and refuses a native /generate without one."""
+    dep = load_config(None)
+    env = {"ROUTER_PORT": "30000", "WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path),
+           "SERVED_MODEL_NAME": "deepseek-v4-flash"}
+    for name, model in (("pd", "deepseek-v4-flash"), ("dp", "deepseek-v4-flash"), ("tp4", None)):
+        plan = bench.plan(dep, registry.get(name), env)
+        assert plan.model == model
+        args = bench_serving.arguments(plan.levels[0], base_url=plan.base_url, tokenizer="/model",
+                                       output_file="/o.jsonl", dataset_path=None, model=plan.model)
+        body = args[args.index("--extra-request-body") + 1] if "--extra-request-body" in args else None
+        assert body == (json.dumps({"model": model}) if model else None)
+
+
 class FakeStack:
     """Stands in for docker.Stack.run_tool only: writes what bench_serving wrote at each level."""
 

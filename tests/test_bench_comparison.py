@@ -119,3 +119,37 @@ def test_recorded_runs_carry_their_target_and_an_engine_run_after_a_slurm_sim_ru
                                        unlike_previous=comparable.latest_unlike(earlier, now)))
     assert "no comparison: this run is a CPU engine rehearsal; the baseline" in out
     assert f"run {records[0]['run_id']} is a simulator rehearsal of tp4 on slurm" in out and "%" not in out
+
+
+def test_a_run_at_another_range_ratio_is_named_not_compared_in_percent():
+    """The report that started this: a 0.0 range-ratio run tabled against a 1.0 one as +298.9%."""
+    then = run("ratio-1", rehearsal="engine", lengths=(32, 32), tput=100.0)
+    now = run("ratio-0", rehearsal="engine", lengths=(32, 32), tput=398.9)
+    then["config"]["range_ratio"], now["config"]["range_ratio"] = 1.0, 0.0
+    assert runstore.previous_bench([then], now) is None
+    out = text(tables.comparison_table(now, BASELINE, None, unlike_previous=comparable.latest_unlike([then], now)))
+    assert "no comparison: run ratio-1 differs: range ratio 1.0 vs 0.0" in out and "%" not in out
+
+
+@pytest.mark.parametrize("key, then, now, named", [
+    ("dataset", "/model/a.json", "/model/b.json", "dataset /model/a.json vs /model/b.json"),
+    ("prompts_per_concurrency", 4, 8, "prompts per concurrency 4 vs 8"),
+    ("seed", 42, 7, "seed 42 vs 7"),
+    ("concurrency", [1, 8], [16], "concurrency 1 8 vs 16"),
+])
+def test_each_difference_of_method_is_named(key, then, now, named):
+    a, b = run("then", rehearsal="engine"), run("now", rehearsal="engine")
+    a["config"][key], b["config"][key] = then, now
+    assert named in comparable.unlike(b, a)
+
+
+def test_other_gpus_or_another_image_are_unlike_and_a_key_an_older_record_lacks_is_not():
+    a, b = run("then"), run("now")
+    a["gpus"], b["gpus"] = ["NVIDIA H200"] * 2, ["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 4
+    assert "GPUs 2x NVIDIA H200 vs 4x NVIDIA RTX PRO 6000" in comparable.unlike(b, a)
+    c, d = run("then"), run("now")
+    d["image"] = {"id": "sha256:2"}
+    assert "image sha256:1" in comparable.unlike(d, c)
+    e, f = run("then"), run("now")
+    f["config"]["seed"] = 42  # an older record has no seed: unknown, not different
+    assert comparable.unlike(f, e) is None

@@ -33,9 +33,9 @@ def _record(tmp_path) -> runstate.LaunchRecord:
 
 
 def _benchmark(tmp_path, monkeypatch, outcomes, request):
-    monkeypatch.setattr(service, "stack_of", lambda record: RunningStack(outcomes))
     reporter = RecordingReporter()
-    benched = service.benchmark(load_config(None), registry.get("tp4"), _record(tmp_path), request, reporter)
+    benched = service.benchmark(load_config(None), registry.get("tp4"), _record(tmp_path), RunningStack(outcomes),
+                                request, reporter)
     return benched, reporter
 
 
@@ -67,8 +67,13 @@ def test_a_gate_with_no_earlier_run_is_an_error_not_a_pass(tmp_path, runs_dir, m
 ])
 def test_a_bad_request_is_refused_before_anything_is_sent(tmp_path, runs_dir, monkeypatch, request_, says):
     sent = []
-    monkeypatch.setattr(service, "stack_of", lambda record: sent.append(record))
+
+    class Untouched:  # any use of the stack is recorded: a refused request sends nothing
+        def __getattr__(self, name):
+            sent.append(name)
+            raise AssertionError(f"the stack was asked for {name}")
+
     run = service.soak if request_.soak else service.benchmark
     with pytest.raises(BundleError) as err:
-        run(load_config(None), registry.get("tp4"), _record(tmp_path), request_, RecordingReporter())
+        run(load_config(None), registry.get("tp4"), _record(tmp_path), Untouched(), request_, RecordingReporter())
     assert err.value.exit_code == EXIT_USAGE and says in err.value.message and not sent

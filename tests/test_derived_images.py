@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from bundle.errors import BundleError
+from bundle.errors import InputError
 from bundle import image_tags
 from bundle.images import derived, rehearsal
-from bundle.slurm import image as slurm_image
+from bundle.targets.slurm import image as slurm_image
 from bundle.stack import engine
 
 
@@ -80,7 +80,7 @@ def test_the_command_line_prints_the_tag_alone_and_names_errors(capsys):
     assert "usage: python -m m image | tag" in capsys.readouterr().err
 
     def broken(*, report):
-        raise BundleError("no Docker engine answers", exit_code=3)
+        raise InputError("no Docker engine answers")  # any kind: its exit code comes back
 
     assert derived.command_line("m", ["image"], ensure=broken, tag=lambda: "t") == 3
     assert capsys.readouterr().err == "error: no Docker engine answers\n"

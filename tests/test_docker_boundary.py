@@ -191,8 +191,9 @@ def test_container_processes_reads_the_names_and_gives_nothing_when_docker_fails
 
 def test_exec_with_input_feeds_stdin_and_a_hang_is_one_bundle_error(monkeypatch):
     _cli(monkeypatch, 'test "$1 $2 $3 $4 $5" = "exec -i -w /shared ctl" && shift 5 && echo "$@" && cat')
-    assert engine.exec_with_input("ctl", ["sbatch", "--parsable"], stdin="#!/bin/bash\n", workdir="/shared",
-                                  timeout=10) == (0, "sbatch --parsable\n#!/bin/bash\n", "")
+    done = engine.exec_with_input("ctl", ["sbatch", "--parsable"], stdin="#!/bin/bash\n", workdir="/shared",
+                                  timeout=10)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "sbatch --parsable\n#!/bin/bash\n", "")
     _cli(monkeypatch, "sleep 5")
     with pytest.raises(BundleError, match="sinfo in ctl gave no answer within 1 s"):
         engine.exec_with_input("ctl", ["sinfo"], stdin=None, workdir=None, timeout=1)

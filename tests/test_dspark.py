@@ -26,7 +26,7 @@ from bundle.simulator.resolve import DSparkRefused, resolve_like_sglang
 from bundle.tune import plan as planner
 from bundle.tune.space import load_space
 from bundle.verify import attest, tables
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 from tests.conftest import REPO, checked, render_for, write_config
 
 pytestmark = pytest.mark.usefixtures("runs_dir")

@@ -18,18 +18,23 @@ ROOT = Path(__file__).resolve().parents[1]
 # Bottom first. A unit is a package (bundle/stack/) or a top-level module (bundle/lock.py); units on one
 # layer are peers and do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "memo", "checks", "findings", "streamed", "simulator"),  # the simulator runs alone, inside the rehearsal image
-    ("paths", "durations"),
+    ("errors", "memo", "checks", "findings", "reporter", "log_lines", "simulator"),  # reporter: where services print; the simulator runs alone, inside the rehearsal image
+    ("paths", "durations", "run"),  # run: the one funnel for outside commands
     ("topology", "monitoring"),
     ("config",),
     ("lock", "stack"),
     ("image_tags",),
     ("render",),
     ("rules",),
+    ("api",),  # the typed interfaces the wings implement, over the values they take (config, render, rules)
     ("images",),
-    ("doctor", "slurm", "upgrade"),
+    ("rehearsal.engine", "rehearsal.sim"),  # the rehearsal modes, a wing each
+    ("rehearsal",),  # their registry
+    ("doctor", "upgrade"),
     ("verify",),
     ("service",),
+    ("targets.k8s", "targets.slurm"),  # the wings: each a folder, peers that never import each other
+    ("targets",),  # the registry of the wings and the compose target's entry (the core's own)
     ("tune",),
     ("commands",),
     ("cli",),
@@ -113,8 +118,15 @@ def imports(package_root: Path) -> tuple[list[Edge], list[Edge]]:
     return edges, strings
 
 
-def unit_of(module: str) -> str:
+# Packages whose sub-packages are units of their own (a wing each): `bundle.targets.k8s.rules` is in the
+# unit targets.k8s, `bundle.targets.registry` in targets; the same for bundle/rehearsal/.
+WINGED = ("targets", "rehearsal")
+
+
+def unit_of(module: str, wings: frozenset[str] = frozenset()) -> str:
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] in WINGED and f"{parts[1]}.{parts[2]}" in wings:
+        return f"{parts[1]}.{parts[2]}"
     return parts[1] if len(parts) > 1 else "__init__"
 
 
@@ -128,11 +140,14 @@ def problems(package_root: Path, layers=LAYERS, allowed=STRING_IMPORTS_ALLOWED) 
     index = layer_index(layers)
     edges, strings = imports(package_root)
     out = []
-    units = {unit_of(m) for m in _modules(package_root)} - {"__init__"}
+    wings = frozenset(f"{w}.{d.name}" for w in WINGED if (package_root / w).is_dir()
+                      for d in (package_root / w).iterdir() if (d / "__init__.py").is_file())
+    unit_of_ = lambda module: unit_of(module, wings)  # noqa: E731
+    units = {unit_of_(m) for m in _modules(package_root)} - {"__init__"}
     out += [f"{package_root.name}/{u}: not declared in LAYERS (put it on the layer of what it stands on)"
             for u in sorted(units - set(index))]
     for e in edges:
-        a, b = unit_of(e.source), unit_of(e.target)
+        a, b = unit_of_(e.source), unit_of_(e.target)
         if a == b or "__init__" in (a, b) or a not in index or b not in index:
             continue
         if index[b] >= index[a]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from bundle.config.loader import load_config
-from bundle.render import k8s
+from bundle.targets import k8s
 from bundle.render.compose import program_args
-from bundle.render.k8s import commands as cmd
-from bundle.render.k8s import disaggregated as ds
+from bundle.targets.k8s import commands as cmd
+from bundle.targets.k8s import disaggregated as ds
 from bundle.rules import argspec
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE
 from tests.conftest import render_for, require_module, write_config

@@ -14,9 +14,9 @@ import yaml
 
 from bundle.cli import main
 from bundle.config.loader import load_config
-from bundle.render import k8s
-from bundle.rules import crds, lws_webhook, manifests
-from bundle.rules import k8s as k8s_rules
+from bundle.targets import k8s
+from bundle.targets.k8s import crds, lws_webhook, validation as manifests
+from bundle.targets.k8s import rules as k8s_rules
 from bundle import topology as registry
 from tests.conftest import render_for, write_config
 

@@ -11,10 +11,10 @@ import yaml
 from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import ConfigError
-from bundle.render import k8s
-from bundle.render.k8s.manifests import GENERATED
-from bundle.rules import k8s as k8s_rules
-from bundle.rules import manifests
+from bundle.targets import k8s
+from bundle.targets.k8s.manifests import GENERATED
+from bundle.targets.k8s import rules as k8s_rules
+from bundle.targets.k8s import validation as manifests
 from bundle import topology as registry
 from tests.conftest import render_for, write_config
 from tests.test_render import NON_DEFAULT

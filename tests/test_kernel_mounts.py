@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
-from bundle.render.k8s import pods
-from bundle.render.slurm import script
+from bundle.targets.k8s import pods
+from bundle.targets.slurm import script
 
 REPO = Path(__file__).resolve().parents[1]
 AOT = PurePosixPath("/opt/venv/lib/python3.12/site-packages/flashinfer/data/aot")

@@ -14,7 +14,7 @@ from bundle.config.loader import load_config
 from bundle.monitoring import dashboards
 from bundle.paths import compose_dir
 from bundle.render.compose import ROUTER_PORT
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 from tests.conftest import render_for, write_config
 
 SECRET = "sk-monitoring-test-secret-4f1c"

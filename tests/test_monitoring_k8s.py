@@ -13,9 +13,9 @@ import pytest
 from bundle.config.loader import load_config
 from bundle.monitoring import dashboards
 from bundle.monitoring.rules import Thresholds, alerts
-from bundle.render import k8s
+from bundle.targets import k8s
 from bundle.render.compose import program_args
-from bundle.rules import manifests
+from bundle.targets.k8s import validation as manifests
 from bundle.topology import ROUTER_MODULE
 from tests.conftest import render_for
 

@@ -1,4 +1,4 @@
-"""Nothing below bundle/commands/ prints on its own: a service takes a Reporter (bundle/verify/console.py)
+"""Nothing below bundle/commands/ prints on its own: a service takes a Reporter (bundle/reporter.py)
 from the verb and prints only on it, so its text can be sent elsewhere (stderr under --json, a test's
 recorder) and no module behind a verb writes to stdout unasked. Held by an AST scan for calls of the
 builtin print(); planted into a copy of the package, a print is found."""
@@ -26,8 +26,11 @@ ALLOWED = {
     "rules/argspec.py::write_specs": "`python -m bundle.rules.argspec`, which regenerates the parser snapshots",
     "stack/engine.py::_print_progress": "build_image's default progress (its callers show progress without "
                                         "asking); still the one the derived images' builds get: to route",
+    "log_lines.py::_debug": "--debug's word on outside text it skipped, from a floor below every reporter "
+                            "(the readers are called from the readiness wait's polls)",
     "stack/engine.py::_cli_build_lines": "BUNDLE_DEBUG's echo of each docker command before it runs, as "
                                          "python-on-whales' debug mode does for its own",
+    "run.py::_show": "BUNDLE_DEBUG's echo of each outside command before it runs, on stderr",
 }
 
 

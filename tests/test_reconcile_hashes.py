@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 from bundle.service.prepare import prepare
 from bundle.stack import docker
 

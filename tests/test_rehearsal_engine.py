@@ -11,10 +11,10 @@ import pytest
 from bundle import topology as registry
 from bundle.config.loader import load_config
 from bundle.paths import project_root
-from bundle.render import rehearsal_engine
+from bundle.rehearsal.engine import server as rehearsal_engine
 from bundle.rules.argspec import SERVER_SPEC, load_spec, parser_from_spec
 from bundle.stack.docker import stack_of
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 from tests.conftest import missing, render_for as render
 
 pytestmark = pytest.mark.usefixtures("runs_dir")

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from bundle.images import rehearsal_model
+from bundle.rehearsal.engine import model as rehearsal_model
 from bundle.stack import engine
 
 
@@ -23,7 +23,8 @@ def _writer(runs: list[str], delay_s: float = 0.0):
         work = next(host for host, inside, _ in volumes if inside == "/out")
         time.sleep(delay_s)
         (work / "config.json").write_text('{"rehearsal": true}')
-        (work / "model.safetensors").write_bytes(b"weights")
+        (work / "model-00001-of-00001.safetensors").write_bytes(b"weights")
+        (work / rehearsal_model.WEIGHTS_INDEX).write_text('{"weight_map": {}}')
         return 0, []
     return training
 
@@ -53,7 +54,7 @@ def test_two_launches_at_once_train_the_model_once_and_both_get_it(tmp_path, mon
 
     assert len(runs) == 1, runs
     assert kept == [rehearsal_model.model_image("img")]  # kept in the engine once, by the one trainer
-    assert got[0] == got[1] == out and (out / "model.safetensors").read_bytes() == b"weights"
+    assert got[0] == got[1] == out and (out / "model-00001-of-00001.safetensors").read_bytes() == b"weights"
     assert any("another process is training this model" in line for line in said[1]), said[1]
     assert not out.with_name(out.name + ".partial").exists()
 
@@ -76,7 +77,8 @@ def test_another_checkout_on_the_same_engine_copies_the_kept_model_instead_of_tr
         monkeypatch.setattr(rehearsal_model, "model_dir", lambda _image: second)
         assert rehearsal_model.ensure_model(image, report=said.append) == second
         assert len(runs) == 1, "the second checkout trained again"
-        assert (second / "model.safetensors").read_bytes() == (first / "model.safetensors").read_bytes()
+        shard = "model-00001-of-00001.safetensors"
+        assert (second / shard).read_bytes() == (first / shard).read_bytes()
         assert (second / "config.json").read_text() == '{"rehearsal": true}'
         assert any("model copied from sglang-bundle/rehearsal-model:" in line for line in said), said
         assert not second.with_name(second.name + ".partial").exists()

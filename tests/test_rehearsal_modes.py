@@ -1,4 +1,4 @@
-"""The rehearsal modes' registry (bundle/service/rehearsal.py): `--rehearsal` is parsed once into a
+"""The rehearsal modes' registry (bundle/rehearsal/registry.py): `--rehearsal` is parsed once into a
 mode, no module below the registry compares a mode's name, and a third mode made here from one entry
 plus its overlay renders for every topology through the path launch takes (service.prepare)."""
 
@@ -13,7 +13,7 @@ import yaml
 from bundle import topology as registry
 from bundle.commands._common import add_rehearsal_arguments, resolve_rehearsal, sim_knobs
 from bundle.errors import BundleError
-from bundle.service import rehearsal
+from bundle.rehearsal import registry as rehearsal
 from bundle.service.prepare import prepare
 from bundle.stack.docker import stack_of
 from tests.test_topology_registry import comparisons_outside, name_comparisons
@@ -37,7 +37,7 @@ def test_the_flag_is_parsed_once_into_a_mode():
 
 
 def test_no_mode_name_is_compared_outside_the_registry():
-    found = comparisons_outside("service/rehearsal.py", set(rehearsal.NAMES))
+    found = comparisons_outside("rehearsal/registry.py", set(rehearsal.NAMES))
     assert not found, "behaviour keyed on a rehearsal mode's name; put it in its entry:\n" + "\n".join(found)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bundle.errors import BundleError
-from bundle.rules import manifests
-from bundle.service import targets
+from bundle.targets.k8s import validation as manifests
+from bundle.targets import registry as targets
 from bundle.service.render import render_target, write_folder
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
@@ -27,9 +27,9 @@ def test_a_targets_render_lands_in_the_folder_with_what_it_was_checked_against(t
 
 def test_kubectls_refusal_is_an_error_naming_the_folder_as_given_and_its_word_joins_checked(tmp_path, monkeypatch):
     given = f"{tmp_path}/out/"
-    monkeypatch.setattr(manifests, "kubectl_dry_run", lambda folder: (False, "no matches for kind"))
+    assert targets.get("k8s").dry_run is manifests.kubectl_dry_run  # the k8s wing brings its own check
     with pytest.raises(BundleError) as err:
-        write_folder(_k8s(), given, kubectl_dry_run=True)
+        write_folder(_k8s(), given, dry_run=lambda folder: (False, "no matches for kind"))
     assert f"refused {given}:\nno matches for kind" in err.value.message
-    monkeypatch.setattr(manifests, "kubectl_dry_run", lambda folder: (True, "4 objects accepted"))
-    assert write_folder(_k8s(), given, kubectl_dry_run=True).checked.endswith("; kubectl: 4 objects accepted")
+    made = write_folder(_k8s(), given, dry_run=lambda folder: (True, "4 objects accepted"))
+    assert made.checked.endswith("; kubectl: 4 objects accepted")

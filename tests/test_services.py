@@ -12,7 +12,7 @@ from bundle.paths import PACKAGE_DIR
 from bundle.service.bench import stack_gone
 from bundle.service.prepare import prepare
 from bundle.stack.docker import ContainerState
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
 

@@ -67,8 +67,13 @@ def _router(tmp_path, args, name="router"):
         yield router
 
 
+# The router's mode flags as compose/pd.yaml gives them (test_compose_pd_runs_the_router_as_tested holds it).
+PD_ROUTER_FLAGS = ("--pd-disaggregation", "--enable-igw")
+
+
 @contextmanager
-def pd_stack(tmp_path, *, router_bootstrap_port: int | None = None, decode_env=None, router_args=()):
+def pd_stack(tmp_path, *, router_bootstrap_port: int | None = None, decode_env=None, router_args=(),
+             flags=PD_ROUTER_FLAGS):
     bootstrap = free_port()
     common = ("--disaggregation-transfer-backend", "nixl", "--disaggregation-bootstrap-port", str(bootstrap),
               "--enable-metrics", "--log-level", "debug")
@@ -81,7 +86,7 @@ def pd_stack(tmp_path, *, router_bootstrap_port: int | None = None, decode_env=N
             tmp_path, "--disaggregation-mode", "decode", *common, env={**env, **(decode_env or {})},
             name="decode", sglang_parser=True))
         router = stack.enter_context(_router(tmp_path, [
-            "--pd-disaggregation", "--prefill", prefill, str(router_bootstrap_port or bootstrap),
+            *flags, "--prefill", prefill, str(router_bootstrap_port or bootstrap),
             "--decode", decode, "--prefill-policy", "round_robin", "--decode-policy", "round_robin",
             "--health-check-interval-secs", "1", "--request-timeout-secs", "20", *router_args]))
         yield {"router": router, "prefill": prefill, "decode": decode, "decode_proc": decode_proc,
@@ -137,8 +142,9 @@ def test_a_chat_through_the_router_passes_prefill_and_decode(stack):
 
 
 def test_generate_streams_through_the_router(stack):
-    body = {"text": "hello", "sampling_params": {"max_new_tokens": 30, "ignore_eos": True,
-                                                "temperature": 0}, "stream": True}
+    # pd's router routes by model (--enable-igw): a native /generate names it too.
+    body = {"text": "hello", "model": "dsv4", "sampling_params": {"max_new_tokens": 30, "ignore_eos": True,
+                                                                  "temperature": 0}, "stream": True}
     start = time.monotonic()
     with requests.post(stack["router"] + "/generate", json=body, stream=True, timeout=30) as r:
         assert r.status_code == 200
@@ -224,7 +230,7 @@ def test_a_hung_decode_leaves_rotation_after_its_health_checks_and_readiness_tur
             wait_http(s["router"] + "/readiness", status=503, timeout=30)
             took = time.monotonic() - start
             r = requests.post(s["router"] + "/generate", timeout=30,
-                              json={"text": "hello", "sampling_params": {"max_new_tokens": 2}})
+                              json={"text": "hello", "model": "dsv4", "sampling_params": {"max_new_tokens": 2}})
             assert r.status_code == 503 and r.json()["error"]["code"] == "no_available_workers"
         assert took < 5
         wait_http(s["router"] + "/readiness", timeout=30)  # back once it answers again
@@ -263,3 +269,51 @@ def test_smoke_proves_every_dp_replica_serves_whatever_the_router_policy_does(tm
         down, _ = step()
         assert down.ok, down.detail
         assert "replica-0: down or restarting" in down.detail and "replica-1 generated" in down.detail
+
+
+def test_compose_pd_runs_the_router_as_tested():
+    from pathlib import Path
+
+    import yaml
+
+    compose = yaml.safe_load((Path(__file__).resolve().parents[1] / "compose" / "pd.yaml").read_text())
+    assert all(flag in compose["services"]["router"]["command"].split() for flag in PD_ROUTER_FLAGS)
+
+
+def test_a_model_the_stack_does_not_serve_gets_404_model_not_found_from_pd_and_dp(stack, tmp_path):
+    """Not 503 "No prefill workers available" (smg's PD mode without --enable-igw): a typo is not an
+    outage. Regular mode (dp) answers 404 by itself. smg's message names the model asked for, not the
+    served one (GET /v1/models names that)."""
+    bodies = {"/v1/chat/completions": {"model": "gpt-4", "messages": CAPITAL, "max_tokens": 2},
+              "/v1/completions": {"model": "deepseek-v4", "prompt": "hi", "max_tokens": 2}}
+    for path, body in bodies.items():
+        r = requests.post(stack["router"] + path, json=body, timeout=30)
+        assert r.status_code == 404, r.text
+        assert r.json()["error"]["code"] == "model_not_found" and body["model"] in r.json()["error"]["message"]
+    with regular_stack(tmp_path) as (router, _):
+        r = requests.post(router + "/v1/chat/completions", json=bodies["/v1/chat/completions"], timeout=30)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
+        r = requests.post(router + "/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 2}},
+                          timeout=30)
+        assert r.status_code == 200  # regular mode needs no model on /generate
+
+
+def test_the_cost_of_routing_by_model_a_native_generate_without_a_model_is_refused(stack):
+    r = requests.post(stack["router"] + "/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 2}},
+                      timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "missing_model"
+
+
+def test_smoke_checks_that_an_unknown_model_is_refused_at_the_pd_front_door(stack, tmp_path):
+    front = FrontDoor(stack["router"], "dsv4", None, readiness_path=registry.get("pd").readiness_path)
+    report = smoke(front, topology="pd", checks=[SmokeCheck("What is the capital of France?", "Paris")],
+                   max_tokens=8, request_timeout=20)
+    step = next(s for s in report.steps if s.name == "unknown model refused")
+    assert step.ok and "HTTP 404 model_not_found" in step.detail, step.detail
+    # The same router without --enable-igw (smg's PD mode as it comes): the step fails, naming the 503.
+    with pd_stack(tmp_path, flags=("--pd-disaggregation",)) as plain:
+        plain_front = FrontDoor(plain["router"], "dsv4", None, readiness_path=registry.get("pd").readiness_path)
+        report = smoke(plain_front, topology="pd", checks=[SmokeCheck("What is the capital of France?", "Paris")],
+                       max_tokens=8, request_timeout=20)
+        step = next(s for s in report.steps if s.name == "unknown model refused")
+        assert not step.ok and "HTTP 503 no_available_workers" in step.detail, step.detail

@@ -12,7 +12,7 @@ import pytest
 
 from bundle import topology as registry
 from bundle.paths import docker_dir
-from bundle.slurm import cluster as clusters
+from bundle.targets.slurm import cluster as clusters
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
 

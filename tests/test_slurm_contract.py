@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bundle.config.loader import load_config
-from bundle.render import slurm
+from bundle.targets import slurm
 from bundle.render.compose import program_args
 from bundle.rules import argspec
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE

@@ -11,9 +11,9 @@ import pytest
 from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import ConfigError
-from bundle.render import slurm
-from bundle.render.slurm.script import NATIVE_LINE
-from bundle.rules import slurm as slurm_rules
+from bundle.targets import slurm
+from bundle.targets.slurm.script import NATIVE_LINE
+from bundle.targets.slurm import rules as slurm_rules
 from bundle import topology as registry
 from tests.conftest import render_for, write_config
 from tests.test_slurm_contract import SLURM_CUSTOM

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EXIT_ENVIRONMENT, BundleError, DockerFailed
 from bundle.images import build
 from bundle.lock import load_lock
 from bundle.stack import engine
@@ -52,7 +52,7 @@ def test_a_pulled_python_image_becomes_the_standin_base_without_the_script(monke
     monkeypatch.setattr(engine, "image_facts", lambda ref: None)
     monkeypatch.setattr(engine, "pull_image", lambda ref: calls.append(("pull", ref)))
     monkeypatch.setattr(engine, "tag_image", lambda src, dst: calls.append(("tag", src, dst)))
-    monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: pytest.fail("the script must not run"))
+    monkeypatch.setattr(build, "run_root_script", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     build.ensure_standin_base("bundle-test/standin:x", load_lock(), report=lambda _m: None)
     assert calls == [("pull", PINNED), ("tag", PINNED, "bundle-test/standin:x")]
@@ -60,10 +60,10 @@ def test_a_pulled_python_image_becomes_the_standin_base_without_the_script(monke
 
 def test_no_registry_and_no_cpython_stops_before_the_script(monkeypatch, tmp_path):
     def refused(ref):
-        raise BundleError(f"docker pull {ref} failed:\nno such host")
+        raise DockerFailed(f"docker pull {ref} failed:\nno such host")
     monkeypatch.setattr(engine, "image_facts", lambda ref: None)
     monkeypatch.setattr(engine, "pull_image", refused)
-    monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: pytest.fail("the script must not run"))
+    monkeypatch.setattr(build, "run_root_script", lambda *a, **k: pytest.fail("the script must not run"))
     monkeypatch.setenv("STANDIN_PYTHON", str(tmp_path / "nowhere"))
     with pytest.raises(BundleError, match="cannot make the stand-in base"):
         build.ensure_standin_base("bundle-test/standin:x", load_lock(), report=lambda _m: None)

@@ -1,4 +1,4 @@
-"""The render targets' registry (bundle/service/targets.py): every registered target offers what the
+"""The render targets' registry (bundle/targets/registry.py): every registered target offers what the
 verbs ask of it (the protocol), a launch of one target never shares a compose project with another's
 launch of the same topology, and no module below the registry compares a target's name."""
 
@@ -11,7 +11,7 @@ import pytest
 from bundle import topology as registry
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
-from bundle.service import targets
+from bundle.targets import registry as targets
 from tests.test_topology_registry import comparisons_outside, name_comparisons
 
 
@@ -48,7 +48,7 @@ def test_two_targets_launching_one_topology_never_share_a_project(topology):
 
 
 def test_no_target_name_is_compared_outside_the_registry():
-    found = comparisons_outside("service/targets.py", set(targets.NAMES))
+    found = comparisons_outside("targets/registry.py", set(targets.NAMES))
     assert not found, "behaviour keyed on a target's name; put it in its registry entry:\n" + "\n".join(found)
 
 
@@ -63,8 +63,8 @@ def test_the_target_name_check_finds_a_planted_comparison(code):
 def test_the_slurm_launch_renders_through_the_one_pipeline_and_its_problems_stop_it(monkeypatch, runs_dir):
     """Once, the launch rendered its job on a path of its own that never ran the target's problems()."""
     from bundle.errors import ConfigError
-    from bundle.rules import slurm as slurm_rules
-    from bundle.service import rehearsal
+    from bundle.targets.slurm import rules as slurm_rules
+    from bundle.rehearsal import registry as rehearsal
     from bundle.service.launch import LaunchRequest
     from bundle.stack import engine
     from tests.recording import RecordingReporter

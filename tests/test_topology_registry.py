@@ -15,11 +15,11 @@ from bundle import topology as registry
 from bundle.config.loader import load_config
 from bundle.lock import load_lock
 from bundle.paths import PACKAGE_DIR, project_root
-from bundle.service import targets
+from bundle.targets import registry as targets
 from bundle.render.compose import render
 from bundle.rules.check import check
 from bundle.topology import ROUTER, SERVER, Service, Topology
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 from tests.conftest import write_config
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
@@ -186,7 +186,7 @@ def test_a_registered_topology_renders_for_every_target(duo, tmp_path, target):
 
 
 def test_kubernetes_makes_one_set_of_the_copies(duo, tmp_path):
-    from bundle.render import k8s
+    from bundle.targets import k8s
 
     dep = load_config(write_config(tmp_path, "dp: {replicas: 2, tp_size: 2, gpus: [0, 1, 2, 3]}\n"))
     lock = load_lock()

@@ -21,7 +21,7 @@ from bundle.tune import plan as planner
 from bundle.tune import results
 from bundle.tune.space import Candidate, Objective, Space, candidates, load_space
 from bundle.verify import runstore, tables
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 from tests.conftest import write_config
 from tests.sim_process import launch_command, simulator, REPO
 

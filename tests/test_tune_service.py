@@ -10,7 +10,7 @@ import json
 import pytest
 
 from bundle.errors import EXIT_USAGE, BundleError
-from bundle.service import rehearsal as modes
+from bundle.rehearsal import registry as modes
 from bundle.tune import results, runner, service
 from tests.conftest import write_config
 from tests.recording import RecordingReporter

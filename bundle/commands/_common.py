@@ -7,8 +7,8 @@ import argparse
 
 from bundle import topology as registry
 from bundle.config.model import Deployment
-from bundle.errors import EXIT_USAGE, BundleError
-from bundle.service import rehearsal
+from bundle.errors import UsageError
+from bundle.rehearsal import registry as rehearsal
 from bundle.service.prepare import load as service_load
 
 
@@ -36,7 +36,7 @@ def add_rehearsal_arguments(parser: argparse.ArgumentParser, *, rehearsal_help: 
 
 
 def add_rehearsal_argument(parser: argparse.ArgumentParser, *, help: str) -> None:
-    """--rehearsal [MODE]: its choices are the registry's (service/rehearsal.py)."""
+    """--rehearsal [MODE]: its choices are the registry's (rehearsal/registry.py)."""
     parser.add_argument("--rehearsal", nargs="?", const=rehearsal.BARE_FLAG, default=None,
                         choices=[*rehearsal.NAMES, rehearsal.BARE_FLAG], metavar="|".join(rehearsal.NAMES),
                         help=help)
@@ -54,16 +54,16 @@ def sim_knobs(args: argparse.Namespace) -> dict[str, str]:
     when not SIM_NAME=VALUE."""
     mode = resolve_rehearsal(args)
     if args.sim and not mode:
-        raise BundleError("--sim sets worker simulator knobs and needs --rehearsal", exit_code=EXIT_USAGE)
+        raise UsageError("--sim sets worker simulator knobs and needs --rehearsal")
     if args.sim and not mode.takes_knobs:
         takes = [m.name for m in rehearsal.MODES.values() if m.takes_knobs]
-        raise BundleError(f"--sim sets worker simulator knobs: the {mode.name} rehearsal has none",
-                          exit_code=EXIT_USAGE, hint=f"use --rehearsal {' or '.join(takes)} with --sim knobs")
+        raise UsageError(f"--sim sets worker simulator knobs: the {mode.name} rehearsal has none",
+                         hint=f"use --rehearsal {' or '.join(takes)} with --sim knobs")
     knobs = {}
     for pair in args.sim:
         name, sep, value = pair.partition("=")
         if not sep or not name.startswith("SIM_"):
-            raise BundleError(f"--sim {pair!r}: expected SIM_NAME=VALUE, e.g. SIM_TPOT_MS=20", exit_code=EXIT_USAGE)
+            raise UsageError(f"--sim {pair!r}: expected SIM_NAME=VALUE, e.g. SIM_TPOT_MS=20")
         knobs[name] = value
     return knobs
 

@@ -13,8 +13,8 @@ from bundle.commands._common import load
 from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.config.source import DEFAULTS_NAME
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
-from bundle.service import targets
+from bundle.errors import EnvironmentProblem, InputError, NotFound
+from bundle.targets import registry as targets
 from bundle.stack import docker, engine, runstate
 from bundle.topology import Topology
 
@@ -45,7 +45,7 @@ class Target:
         older driver (no rendered variables), what the config would launch, rendered again."""
         if self.record is not None and self.record.env:
             return self.record
-        from bundle.service import rehearsal
+        from bundle.rehearsal import registry as rehearsal
         from bundle.service.prepare import prepare
 
         mode = rehearsal.parse(self.record.rehearsal if self.record else None)
@@ -71,7 +71,7 @@ def candidates(args: argparse.Namespace) -> list[Target]:
             if project not in records:
                 try:
                     records[project] = runstate.load(project)
-                except BundleError:
+                except InputError:
                     records[project] = None
     out = []
     for project, record in records.items():
@@ -90,14 +90,14 @@ def one_running(args: argparse.Namespace, *, verb: str) -> Target:
     up = [t for t in found if t.up]
     if not up:
         names = ", ".join(t.project for t in found[:4])
-        raise BundleError(f"nothing to {verb}: {names or 'no project'} is not running",
-                          hint=f"`bundle launch {getattr(args, 'topology', None) or '|'.join(registry.NAMES)}` "
-                               "first (add --rehearsal to rehearse without GPUs)", exit_code=EXIT_ENVIRONMENT)
+        raise NotFound(f"nothing to {verb}: {names or 'no project'} is not running",
+                       hint=f"`bundle launch {getattr(args, 'topology', None) or '|'.join(registry.NAMES)}` "
+                            "first (add --rehearsal to rehearse without GPUs)")
     if len(up) > 1:
         listing = ", ".join(f"{t.project} ({t.topology.name})" for t in up)
-        raise BundleError(f"{len(up)} topologies are up ({listing}); name the one to {verb}",
-                          hint=f"e.g. `bundle {verb} {up[0].topology.name}`, with -c FILE where it was "
-                               "launched with one", exit_code=EXIT_ENVIRONMENT)
+        raise EnvironmentProblem(f"{len(up)} topologies are up ({listing}); name the one to {verb}",
+                                 hint=f"e.g. `bundle {verb} {up[0].topology.name}`, with -c FILE where it was "
+                                      "launched with one")
     return up[0]
 
 

@@ -58,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from bundle.commands._target import one_running
-    from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
+    from bundle.errors import Failed, TimedOut
     from bundle.service import bench as bench_service
     from bundle.stack.frontdoor import front_door
-    from bundle.verify import tables
-    from bundle.verify.console import report_console
+    from bundle.verify import limits, tables
+    from bundle.reporter import report_console
 
     target = one_running(args, verb="benchmark")
     dep, topology, record = target.dep, target.topology, target.launch
@@ -70,12 +70,14 @@ def run(args: argparse.Namespace) -> int:
     console = report_console(stderr=args.json)  # --json: stdout holds the record alone
     if request.soak:
         return _soak(args, request, target, console)
-    benched = bench_service.benchmark(dep, topology, record, request, console)
+    benched = bench_service.benchmark(dep, topology, record, target.stack(), request, console)
     result = benched.result
     if args.json:
         print(front_door(dep, topology).redact(json.dumps(result, indent=2)))
     else:
         console.print(tables.bench_table(result))
+        for line in limits.verdict_lines(result):
+            console.print(line, markup=False)
         comparison = tables.comparison_table(result, benched.baseline, benched.previous,
                                              previous_name=benched.compared_as,
                                              unlike_previous=benched.unlike_previous)
@@ -87,13 +89,13 @@ def run(args: argparse.Namespace) -> int:
     bad = benched.bad_levels
     if bad:
         reasons = "; ".join(f"C={lv['concurrency']} {lv['status']}: {lv['reason']}" for lv in bad)
-        code = EXIT_TIMEOUT if any(lv["status"] == "timeout" for lv in bad) else EXIT_FAILED
-        raise BundleError(f"bench {topology.name}: {len(bad)} of {len(result['levels'])} levels did not "
-                          f"complete cleanly (measured levels are recorded): {reasons}", exit_code=code)
+        kind = TimedOut if any(lv["status"] == "timeout" for lv in bad) else Failed
+        raise kind(f"bench {topology.name}: {len(bad)} of {len(result['levels'])} levels did not "
+                   f"complete cleanly (measured levels are recorded): {reasons}")
     if gated is not None and not gated["ok"]:
         what = "; ".join(gated["regressions"]) or "no level was measured in both runs"
-        raise BundleError(f"bench {topology.name}: regression gate ({args.gate:g}%) against run "
-                          f"{gated['against']} failed: {what}", exit_code=EXIT_FAILED)
+        raise Failed(f"bench {topology.name}: regression gate ({args.gate:g}%) against run "
+                     f"{gated['against']} failed: {what}")
     return 0
 
 
@@ -112,13 +114,13 @@ def _soak(args, request, target, console) -> int:
     """`--soak DURATION`: one concurrency for a fixed time; exit 1 on any error."""
     import json
 
-    from bundle.errors import EXIT_FAILED, BundleError
+    from bundle.errors import Failed
     from bundle.service import bench as bench_service
     from bundle.stack.frontdoor import front_door
     from bundle.verify import tables
 
     dep, topology, record = target.dep, target.topology, target.launch
-    soaked = bench_service.soak(dep, topology, record, request, console)
+    soaked = bench_service.soak(dep, topology, record, target.stack(), request, console)
     result = soaked.result
     if args.json:
         print(front_door(dep, topology).redact(json.dumps(result, indent=2)))
@@ -130,5 +132,5 @@ def _soak(args, request, target, console) -> int:
         why = s["stopped"] or (f"{s['failed']} of {s['completed'] + s['failed']} requests failed: "
                                f"{'; '.join(s['error_samples']) or 'no error text'}" if s["failed"]
                                else "no request completed")
-        raise BundleError(f"soak {topology.name} failed: {why}", exit_code=EXIT_FAILED)
+        raise Failed(f"soak {topology.name} failed: {why}")
     return 0

@@ -73,11 +73,11 @@ def _print_plan(console: Console, plan: build.Plan, layers: list[build.LayerPlan
 def _states(layers: list[build.LayerPlan]) -> dict[str, str]:
     """'(built: will be reused)' / '(to build)' per layer, or nothing when no engine answers."""
     from bundle.stack import engine
-    from bundle.errors import BundleError
+    from bundle.errors import EnvironmentProblem
 
     try:
         engine.require_engine()
-    except BundleError:
+    except EnvironmentProblem:
         return {}
     return {lp.name: "(built: will be reused)" if engine.image_facts(lp.tag) else "(to build)"
             for lp in layers}

@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 
 from bundle.commands._common import add_config_argument, add_rehearsal_arguments, add_topology_argument, sim_knobs
-from bundle.service import targets
+from bundle.targets import registry as targets
 from bundle.service.launch import LaunchRequest
-from bundle.verify.console import report_console
+from bundle.reporter import report_console
 
 HELP = "bring a topology up and wait until it truly serves (health, router, one generation); reconciles one that is up"
 

@@ -50,7 +50,7 @@ def _checkpoint_argument(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._common import load
-    from bundle.errors import EXIT_CONFIG, BundleError
+    from bundle.errors import InputError
     from bundle.images import model
     from bundle.lock import load_lock
 
@@ -62,9 +62,9 @@ def run(args: argparse.Namespace) -> int:
     table = model.CHECKPOINT_TABLES[which]
     pin = model.model_pin(lock, which)
     if pin is None:
-        raise BundleError(f"{lock.path}: no [{table}] table", exit_code=EXIT_CONFIG,
-                          hint=f'add [{table}] with repo = "deepseek-ai/{model.CHECKPOINT_NAMES[which]}", '
-                               f'revision = "" and [{table}.files], then `bundle model pin --checkpoint {which}`')
+        raise InputError(f"{lock.path}: no [{table}] table",
+                         hint=f'add [{table}] with repo = "deepseek-ai/{model.CHECKPOINT_NAMES[which]}", '
+                              f'revision = "" and [{table}.files], then `bundle model pin --checkpoint {which}`')
     image = getattr(args, "image", None) or lock.image_ref
     if args.action == "pin":
         revision, manifest = model.pin(image, pin, args.revision)
@@ -81,9 +81,8 @@ def run(args: argparse.Namespace) -> int:
         differences = model.fetch(image, pin, folder)
     else:
         if not pin.pinned:
-            raise BundleError(f"{lock.path}: {table}.revision is not pinned for {pin.repo}: nothing to check against",
-                              exit_code=EXIT_CONFIG,
-                              hint=f"run `bundle model pin --checkpoint {which}` on a host that reaches the Hub")
+            raise InputError(f"{lock.path}: {table}.revision is not pinned for {pin.repo}: nothing to check against",
+                             hint=f"run `bundle model pin --checkpoint {which}` on a host that reaches the Hub")
         differences = model.check_folder(folder, pin, shards_sha256=args.sha256)
     for d in differences:
         print(f"{folder}/{d.path}: {d.what}")

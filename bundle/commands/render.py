@@ -1,6 +1,6 @@
 """`bundle render tp4|pd|dp [-c FILE]`: write the env file and print compose's own resolved configuration;
 `bundle render --target NAME tp4|pd|dp [-c FILE] -o DIR`: write the same topology for another engine
-(the targets: bundle/service/targets.py)."""
+(the targets: bundle/targets/registry.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import sys
 import yaml
 
 from bundle.commands._common import add_config_argument, add_rehearsal_argument, add_topology_argument, resolve_rehearsal
-from bundle.errors import EXIT_USAGE, BundleError
-from bundle.service import rehearsal, targets
+from bundle.errors import UsageError
+from bundle.rehearsal import registry as rehearsal
+from bundle.targets import registry as targets
 from bundle.service.prepare import prepare
 from bundle.service.render import render_target, resolve_compose, write_folder
 
@@ -41,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     target = targets.get(args.target)
     if args.rehearsal and not target.rehearsal:
-        raise BundleError(f"--rehearsal is a compose overlay; the {target.name} render has none",
-                          exit_code=EXIT_USAGE, hint=f"leave out --rehearsal with --target {target.name}")
+        raise UsageError(f"--rehearsal is a compose overlay; the {target.name} render has none",
+                         hint=f"leave out --rehearsal with --target {target.name}")
     if target.writes_folder:
         return _run_into_folder(args, target)
     return _run_compose(args)
@@ -66,16 +67,16 @@ def _run_compose(args: argparse.Namespace) -> int:
 
 def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
     if not args.output:
-        raise BundleError(f"--target {target.name} needs -o DIR, the folder to write to", exit_code=EXIT_USAGE,
-                          hint=f"bundle render --target {target.name} {args.topology} "
-                               f"-o {target.name}/{args.topology}")
+        raise UsageError(f"--target {target.name} needs -o DIR, the folder to write to",
+                         hint=f"bundle render --target {target.name} {args.topology} "
+                              f"-o {target.name}/{args.topology}")
     # The compose render and its rules: the same command lines. A target that takes --rehearsal renders
     # the rehearsal's variant from the rehearsal's compose render.
     mode = resolve_rehearsal(args) if target.rehearsal else None
     made = render_target(target.renderer, target.rules, args.topology, config=args.config, rehearsal=mode)
     for warning in made.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    folder = write_folder(made, args.output, kubectl_dry_run=args.kubectl_dry_run)
+    folder = write_folder(made, args.output, dry_run=target.dry_run if args.kubectl_dry_run else None)
     for path in folder.written:
         print(path)
     print(f"# {len(folder.written)} {made.output.summary()}; {folder.checked}\n"

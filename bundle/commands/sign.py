@@ -17,17 +17,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from bundle.errors import EXIT_CONFIG, BundleError
+    from bundle.errors import InputError
     from bundle.images import signature
     from bundle.lock import load_lock
     from bundle.images.reference import DIGEST
 
     if not DIGEST.match(args.digest):
-        raise BundleError(f"{args.digest!r} is not a digest (sha256:<64 hex>)", exit_code=EXIT_CONFIG,
-                          hint="pass the digest `bundle push` printed (digest=sha256:...)")
+        raise InputError(f"{args.digest!r} is not a digest (sha256:<64 hex>)",
+                         hint="pass the digest `bundle push` printed (digest=sha256:...)")
     sbom = Path(args.sbom) if args.sbom else None
     if sbom is not None and not sbom.is_file():
-        raise BundleError(f"{sbom}: no such file", exit_code=EXIT_CONFIG, hint="bundle push --sbom-out FILE writes it")
+        raise InputError(f"{sbom}: no such file", hint="bundle push --sbom-out FILE writes it")
     lock = load_lock(args.lock)
     console = Console(highlight=False)
     ref = f"{lock.image_repo}@{args.digest}"

@@ -22,12 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._target import one_running
-    from bundle.errors import EXIT_FAILED, BundleError
+    from bundle.errors import Failed
     from bundle.service.smoke import run_smoke
     from bundle.stack import runstate
     from bundle.stack.frontdoor import front_door
     from bundle.verify import tables
-    from bundle.verify.console import report_console
+    from bundle.reporter import report_console
     from bundle import topology as registry
     from bundle.verify.smoke import compare_answers, last_comparable_report
 
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     dep, topology = target.dep, target.topology
     console = report_console(stderr=args.json)
     with console.status(f"smoke-testing {topology.name} at {front_door(dep, topology).url} ..."):
-        smoked = run_smoke(dep, topology, target.launch)
+        smoked = run_smoke(dep, topology, target.launch, target.stack())
     result, front = smoked.result, smoked.front
     # Greedy answers must not depend on the topology: hold them against the last report of another.
     others = [runstate.project_dir(dep.project_name(t.name)) for t in registry.TOPOLOGIES.values() if t != topology]
@@ -50,7 +50,6 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"report: {path}")
     if not result.ok:
         reasons = smoked.reasons
-        raise BundleError(f"smoke test of {topology.name} failed: {reasons}",
-                          hint=f"report: {path}; `bundle logs {topology.name}` for the servers' side",
-                          exit_code=EXIT_FAILED)
+        raise Failed(f"smoke test of {topology.name} failed: {reasons}",
+                     hint=f"report: {path}; `bundle logs {topology.name}` for the servers' side")
     return 0

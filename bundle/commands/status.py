@@ -7,7 +7,8 @@ import argparse
 import json
 
 from bundle.commands._common import add_config_argument, add_topology_argument
-from bundle.service import rehearsal, targets
+from bundle.rehearsal import registry as rehearsal
+from bundle.targets import registry as targets
 
 HELP = "show what runs: containers, health, restarts, ports, hung or paused servers, and whether the front door serves"
 WORKER_PROBE_SECONDS = 5  # a server that cannot answer /health in this long is flagged as hung
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from bundle.verify.console import report_console
+    from bundle.reporter import report_console
 
     console = report_console()
     if not reports:

@@ -34,13 +34,13 @@ def _reading(workers, services) -> dict[str, dict[str, float]]:
 
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._target import one_running
-    from bundle.errors import EXIT_USAGE, BundleError
+    from bundle.errors import UsageError
     from bundle.monitoring.live import figures
     from bundle.stack.workers import ComposeWorkers
 
     if args.interval <= 0:
-        raise BundleError(f"--interval {args.interval}: must be above 0 seconds", exit_code=EXIT_USAGE,
-                          hint="e.g. --interval 3")
+        raise UsageError(f"--interval {args.interval}: must be above 0 seconds",
+                         hint="e.g. --interval 3")
     target = one_running(args, verb="top")
     running = {s.service for s in target.stack().states() if s.state == "running"}
     services = [s.name for s in target.topology.servers if s.name in running]
@@ -67,7 +67,7 @@ def _cell(value, fmt: str) -> str:
 def _print(project: str, rows, seconds: float) -> None:
     from rich.table import Table
 
-    from bundle.verify.console import report_console
+    from bundle.reporter import report_console
 
     table = Table(title=f"{project}: over the last {seconds:.1f} s", title_justify="left")
     for column in ("server", "tok/s", "TTFT ms", "TPOT ms", "queue", "running", "KV use", "KV GB/s"):

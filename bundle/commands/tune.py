@@ -45,10 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle.errors import EXIT_FAILED, BundleError
+    from bundle.errors import Failed
     from bundle.tune import report as tune_report
     from bundle.tune import service
-    from bundle.verify.console import report_console
+    from bundle.reporter import report_console
 
     console = report_console()
     # `bundle tune` stays on the simulator: its SIM_SPEED_RULES give each candidate a speed.
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                       "(finished candidates are not repeated).")
         raise tuned.interrupted
     if tuned.winner is None:
-        raise BundleError("no candidate qualified for the objective (see the table)", exit_code=EXIT_FAILED)
+        raise Failed("no candidate qualified for the objective (see the table)")
     console.print(f"winner: [bold]{tuned.winner['name']}[/] -> {tuned.tuned_path} "
                   f"(`bundle validate {args.topology} -c {tuned.tuned_path}`, then `bundle launch {args.topology} "
                   f"-c {tuned.tuned_path}`)")

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from bundle.commands._common import add_config_argument
-from bundle.errors import EXIT_USAGE, BundleError
+from bundle.errors import UsageError
 
 HELP = "show what a new SGLang (or smg, NIXL) changes on sm_120 before taking it; --check: what is newer"
 
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _pin(text: str, flag: str) -> tuple[str, str]:
     name, sep, version = text.partition("==")
     if not sep or not name or not version:
-        raise BundleError(f"{flag} {text!r}: expected NAME==VERSION, e.g. sglang==0.5.24", exit_code=EXIT_USAGE)
+        raise UsageError(f"{flag} {text!r}: expected NAME==VERSION, e.g. sglang==0.5.24")
     return name.strip(), version.strip()
 
 
@@ -63,10 +63,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=1) if args.json else render.check_text(result))
         return 0
     if args.to and args.target:
-        raise BundleError("give either NAME==VERSION or --to VERSION, not both", exit_code=EXIT_USAGE)
+        raise UsageError("give either NAME==VERSION or --to VERSION, not both")
     if not args.to and not args.target:
-        raise BundleError("name the version to upgrade to: `bundle upgrade sglang==X` (or --to X), or --check",
-                          exit_code=EXIT_USAGE)
+        raise UsageError("name the version to upgrade to: `bundle upgrade sglang==X` (or --to X), or --check")
     package, version = ("sglang", args.to) if args.to else _pin(args.target, "target")
     overrides = dict(_pin(o, "--override") for o in args.override)
     req = service.Request(package=package, version=version, lock_path=args.lock, overrides=overrides,

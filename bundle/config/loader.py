@@ -16,7 +16,7 @@ from pathlib import Path
 from bundle.config.model import Deployment, build
 from bundle.config import schema_check
 from bundle.config.source import DEFAULTS_NAME, Source, parse_yaml, read_yaml
-from bundle.errors import EXIT_USAGE, BundleError, ConfigError
+from bundle.errors import ConfigError, UsageError
 
 HERE = Path(__file__).resolve().parent
 SCHEMA_PATH = HERE / "bundle.schema.json"
@@ -43,8 +43,8 @@ def find_config(explicit: str | None) -> Path | None:
     """-c FILE, else $BUNDLE_CONFIG, else ./bundle.yaml if present, else None (embedded defaults)."""
     if explicit is not None:
         if not explicit.strip():
-            raise BundleError("-c was given an empty file name", exit_code=EXIT_USAGE,
-                              hint="name your bundle.yaml, or leave out -c to use the embedded defaults")
+            raise UsageError("-c was given an empty file name",
+                             hint="name your bundle.yaml, or leave out -c to use the embedded defaults")
         return Path(explicit)
     if os.environ.get("BUNDLE_CONFIG"):
         return Path(os.environ["BUNDLE_CONFIG"])

@@ -43,6 +43,7 @@ class Network:
     host_address: str
     front_port: int
     worker_port: int
+    expose_without_key: bool  # the front door open beyond loopback without api_key_file, on purpose
 
 
 @dataclass(frozen=True)

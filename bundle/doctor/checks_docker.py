@@ -8,7 +8,7 @@ import shutil
 
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, fail, ok, skip, warn
-from bundle.errors import BundleError
+from bundle.errors import EnvironmentProblem
 
 # compose/*.yaml use `env_file: [{path, required}]` (compose 2.24+) and GPU device reservations.
 MIN_COMPOSE = (2, 24, 0)
@@ -34,7 +34,7 @@ def docker_versions(ctx: HostContext) -> CheckResult:
 
     try:
         info = ctx.engine
-    except BundleError as exc:
+    except EnvironmentProblem as exc:
         return fail(exc.message, exc.hint or "install and start Docker Engine")
     compose = engine.engine_versions()["compose"]
     details = {"engine": info.server_version, "compose": compose or None}
@@ -69,7 +69,7 @@ def cdi_nvidia_specs() -> list[str]:
 def nvidia_runtime(ctx: HostContext) -> CheckResult:
     try:
         engine = ctx.engine
-    except BundleError as exc:
+    except EnvironmentProblem as exc:
         return fail(exc.message, exc.hint or "install and start Docker Engine")
     specs = cdi_nvidia_specs()
     toolkit = shutil.which("nvidia-container-cli") or shutil.which("nvidia-ctk")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, fail, ok, warn
-from bundle.errors import BundleError
+from bundle.errors import EnvironmentProblem
 
 GIB = 1024 ** 3
 # pd runs with `ipc: host`, so SGLang's and NCCL's shared-memory segments live in the host's /dev/shm;
@@ -72,7 +72,7 @@ def disk_space(ctx: HostContext) -> CheckResult:
     try:
         root = ctx.engine.root_dir or root
         image_present = bool(ctx.image) and engine.image_facts(ctx.image) is not None
-    except BundleError:
+    except EnvironmentProblem:
         pass  # no engine: the docker check says so; estimate for the default root
     needs: list[tuple[str, Path, int]] = [
         ("JIT caches (docker volumes)", Path(root), CACHE_BYTES),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from bundle.doctor import nixl_check
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, fail, ok, skip, warn
-from bundle.errors import BundleError
+from bundle.errors import EnvironmentProblem
 
 
 def _image_here(ctx: HostContext) -> str | None:
@@ -21,7 +21,7 @@ def _image_here(ctx: HostContext) -> str | None:
     try:
         _ = ctx.engine  # raises BundleError without an engine
         return ctx.image if engine.image_facts(ctx.image) is not None else None
-    except BundleError:
+    except EnvironmentProblem:
         return None
 
 

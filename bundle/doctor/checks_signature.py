@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, ok, warn
 from bundle.images import signature
+from bundle.run import run
 
 
 def cosign_present(ctx: HostContext) -> CheckResult:
@@ -16,7 +15,7 @@ def cosign_present(ctx: HostContext) -> CheckResult:
                     "NOT CHECKED (digest, label, SBOM and contents are still verified)",
                     f"install cosign ({signature.COSIGN_INSTALL}); `bundle pull --require-signature` "
                     "then refuses an unsigned image", cosign=None)
-    proc = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=30, check=False)
+    proc = run([binary, "version"], timeout=30, check=False)
     version = next((line.split(":", 1)[1].strip() for line in (proc.stdout + proc.stderr).splitlines()
                     if line.startswith("GitVersion:")), "version unknown")
     if proc.returncode != 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from bundle.config.levers import Collectives, unprobed_collectives
 from bundle.config.model import Levers
 from bundle.doctor import nccl_check, nvidia_smi
-from bundle.errors import BundleError
+from bundle.errors import EnvironmentProblem
 
 
 def _image_here(image: str | None) -> bool:
@@ -22,7 +22,7 @@ def _image_here(image: str | None) -> bool:
     try:
         engine.require_engine()
         return engine.image_facts(image) is not None
-    except BundleError:
+    except EnvironmentProblem:
         return False
 
 

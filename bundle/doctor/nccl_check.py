@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bundle.config.levers import Collectives
 from bundle.doctor.nccl_probe import RANK_PREFIX, RESULT_PREFIX
+from bundle.errors import CommandFailed, CommandTimedOut
+from bundle.run import run
 
 PROBE_PATH = Path(__file__).resolve().with_name("nccl_probe.py")
 PROBE_IN_CONTAINER = "/opt/bundle-probe/nccl_probe.py"
@@ -103,20 +104,18 @@ def host_python_can_probe(python: str = sys.executable) -> bool:
     """torch with CUDA (and NCCL) imports in this host's Python and sees a GPU."""
     code = "import torch, sys; sys.exit(0 if torch.cuda.is_available() and torch.distributed.is_nccl_available() else 1)"
     try:
-        return subprocess.run([python, "-c", code], capture_output=True, timeout=120, check=False).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
+        return run([python, "-c", code], timeout=120, check=False).ok
+    except CommandFailed:  # no such Python, or it hung
         return False
 
 
 def run_on_host(gpus, p2p: str, *, python: str = sys.executable) -> NcclRun:  # pragma: no cover - gpu
     env = {k: v for k, v in os.environ.items() if k != "NCCL_P2P_DISABLE"}
     try:
-        proc = subprocess.run([python, str(PROBE_PATH), *_probe_args(gpus, p2p)], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, env=env, timeout=HANG_BOUND_S + 60,
-                              check=False)
-        output = proc.stdout
-    except subprocess.TimeoutExpired as exc:
-        output = (exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or "")
+        output = run([python, str(PROBE_PATH), *_probe_args(gpus, p2p)], env=env, timeout=HANG_BOUND_S + 60,
+                     check=False, merge_output=True).stdout
+    except CommandTimedOut as exc:
+        output = exc.output
         output += f"\n(probe killed after {HANG_BOUND_S + 60:.0f} s)"
     return interpret(output, gpus=gpus, p2p=p2p, where=f"host python {python}")
 

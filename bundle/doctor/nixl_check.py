@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bundle.doctor.nixl_probe import RESULT_PREFIX
+from bundle.errors import CommandFailed, CommandTimedOut
+from bundle.run import run
 
 PROBE_PATH = Path(__file__).resolve().with_name("nixl_probe.py")
 PROBE_IN_CONTAINER = "/opt/bundle-probe/nixl_probe.py"
@@ -173,8 +174,10 @@ def _probe_env() -> dict[str, str]:
 
 
 def host_python_can_probe(python: str = sys.executable) -> bool:
-    proc = subprocess.run([python, "-c", "import nixl_cu13"], capture_output=True, timeout=60, check=False)
-    return proc.returncode == 0
+    try:
+        return run([python, "-c", "import nixl_cu13"], timeout=60, check=False).ok
+    except CommandFailed:  # no such Python, or it hung: it cannot probe
+        return False
 
 
 def run_on_host(*, mem: str = "DRAM", size: int = 4096, gpus: tuple[int, int] | None = None,
@@ -182,13 +185,10 @@ def run_on_host(*, mem: str = "DRAM", size: int = 4096, gpus: tuple[int, int] | 
     """Run the probe with this host's Python (nixl_cu13 must import there)."""
     env = {**os.environ, **_probe_env()}
     try:
-        proc = subprocess.run([python, str(PROBE_PATH), *_probe_args(mem, size, gpus)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              env=env, timeout=timeout, check=False)
-        output = proc.stdout
-    except subprocess.TimeoutExpired as exc:
-        output = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        output += f"\n(probe killed after {timeout:.0f} s)"
+        output = run([python, str(PROBE_PATH), *_probe_args(mem, size, gpus)], env=env, timeout=timeout,
+                     check=False, merge_output=True).stdout
+    except CommandTimedOut as exc:
+        output = exc.output + f"\n(probe killed after {timeout:.0f} s)"
     return interpret(output, where=f"host python {python}", mem=mem, size=size, gpus=gpus)
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
+
+from bundle.errors import CommandTimedOut
+from bundle.run import run
 
 # Asked for in this order; `parse_gpu_query` maps values back by position.
 GPU_QUERY_FIELDS = ("index", "name", "uuid", "pci.bus_id", "driver_version", "compute_cap", "memory.total")
@@ -200,9 +202,8 @@ def _run(args: list[str], timeout: float = 30) -> str:
         raise NvidiaSmiUnavailable("nvidia-smi is not on PATH (no NVIDIA driver installed on this host)",
                                    installed=False)
     try:
-        proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout,
-                              check=False)
-    except subprocess.TimeoutExpired:
+        proc = run([exe, *args], timeout=timeout, check=False)
+    except CommandTimedOut:
         raise NvidiaSmiUnavailable(f"nvidia-smi {' '.join(args)} did not answer in {timeout:.0f} s "
                                    "(a hung driver or GPU)", installed=True) from None
     if proc.returncode != 0:
@@ -219,3 +220,8 @@ def query_gpus() -> list[GpuInfo]:
 
 def query_topology() -> Topology:
     return parse_topology(_run(["topo", "-m"]))
+
+
+def query_fields(fields: tuple[str, ...]) -> str:
+    """`--query-gpu` for any fields, csv without header or units (one line per GPU, in field order)."""
+    return _run([f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"])

@@ -17,15 +17,15 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundle import __version__, paths
-from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, BundleError, did_you_mean
+from bundle.errors import CommandFailed, DockerFailed, EnvironmentProblem, InputError, did_you_mean
 from bundle.images import kernels_jit, legacy
 from bundle.lock import LOCK_HASH_LABEL, Lock
+from bundle.run import run
 from bundle.images.reference import local_name
 from bundle.images.root_script import run_root_script
 
@@ -124,11 +124,10 @@ class Plan:
 
 def _git(*args: str) -> str:
     try:
-        out = subprocess.run(["git", *args], cwd=paths.project_root(), check=False, capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        out = run(["git", *args], cwd=paths.project_root(), timeout=10, check=False)
+    except CommandFailed:  # no git, or it hung: the label says so instead
         return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+    return out.stdout.strip() if out.ok else ""
 
 
 def oci_labels(lock: Lock) -> dict[str, str]:
@@ -222,9 +221,9 @@ def select_layers(plan: Plan, names: list[str] | None) -> list[LayerPlan]:
             near = did_you_mean(name, LAYER_NAMES)
             problems.append(f"unknown layer {name!r}" + (f" ({near})" if near else ""))
     if problems:
-        raise BundleError("; ".join(problems) + f"; layers are: {', '.join(present)}",
-                          exit_code=EXIT_CONFIG, hint="bundle build --layer NAME [NAME ...], or no "
-                                                      "--layer to build every layer")
+        raise InputError("; ".join(problems) + f"; layers are: {', '.join(present)}",
+                         hint="bundle build --layer NAME [NAME ...], or no "
+                              "--layer to build every layer")
     return [lp for lp in plan.layers if lp.name in names]
 
 
@@ -254,8 +253,8 @@ def check_inputs(root: Path, plan: Plan) -> None:
             if not (root / rel).exists():
                 problems.append(f"{rel}: missing (layer {lp.name})")
     if problems:
-        raise BundleError("cannot build: " + "; ".join(problems), exit_code=EXIT_CONFIG,
-                          hint="restore the files from git; for docker/requirements/*.txt run `make lock`")
+        raise InputError("cannot build: " + "; ".join(problems),
+                         hint="restore the files from git; for docker/requirements/*.txt run `make lock`")
 
 
 DEFAULT_STANDIN_PYTHON = "/root/.pyenv/versions/3.12.1"  # standin-root.sh's default (STANDIN_PYTHON)
@@ -273,10 +272,9 @@ def choose_standin_source(python_image: str, *, pulled: Callable[[], bool], loca
         return "python-image"
     if (local_python / "bin" / "python3.12").is_file():
         return "standin-root"
-    raise BundleError(
+    raise EnvironmentProblem(
         f"cannot make the stand-in base: {python_image} (docker/lock.toml [standin]) is not on this engine "
         f"and no registry gave it, and there is no CPython 3.12 at {local_python} for {STANDIN_SCRIPT}",
-        exit_code=EXIT_ENVIRONMENT,
         hint=f"where a registry is reachable: `docker pull {python_image}`; elsewhere build CPython 3.12 on "
              f"Debian bookworm with --enable-shared (e.g. `pyenv install 3.12.1`) and set STANDIN_PYTHON to its "
              f"prefix; or set BUNDLE_STANDIN_BASE to a local image with CPython 3.12 under /usr/local")
@@ -298,7 +296,7 @@ def ensure_standin_base(ref: str, lock: Lock, report: Callable[[str], None] = pr
         report(f"stand-in base: pulling {python_image} ...")
         try:
             engine.pull_image(python_image)
-        except BundleError as exc:
+        except DockerFailed as exc:
             report(f"stand-in base: no registry gave it ({exc.message.splitlines()[-1][:120]})")
             return False
         return True
@@ -315,10 +313,9 @@ def ensure_standin_base(ref: str, lock: Lock, report: Callable[[str], None] = pr
     returncode, tail = run_root_script(script, ref, label="stand-in base", report=report)
     if returncode != 0:
         detail = " / ".join(tail)
-        raise BundleError(f"{STANDIN_SCRIPT}: the stand-in base {ref} could not be made: {detail}",
-                          exit_code=EXIT_ENVIRONMENT,
-                          hint=f"run `sudo {STANDIN_SCRIPT}` once (needs root, `apt-get install debootstrap "
-                               "patchelf` and a CPython 3.12 built on bookworm: STANDIN_PYTHON=PREFIX)")
+        raise EnvironmentProblem(f"{STANDIN_SCRIPT}: the stand-in base {ref} could not be made: {detail}",
+                                 hint=f"run `sudo {STANDIN_SCRIPT}` once (needs root, `apt-get install debootstrap "
+                                      "patchelf` and a CPython 3.12 built on bookworm: STANDIN_PYTHON=PREFIX)")
 
 
 def _with_sbom(plan: Plan, runtime: LayerPlan, context: Path, report: Callable[[str], None]
@@ -369,10 +366,10 @@ def execute(plan: Plan, layers: list[LayerPlan], *, use_cache: bool = True, forc
     if first > 0:
         parent = plan.layers[first - 1]
         if engine.image_facts(parent.tag) is None:
-            raise BundleError(f"layer {layers[0].name} builds on {parent.name} ({parent.tag}), which "
-                              f"is not built", exit_code=EXIT_CONFIG,
-                              hint=f"build it first: bundle build --layer {parent.name} {layers[0].name}, "
-                                   f"or `bundle build` for every layer")
+            raise InputError(f"layer {layers[0].name} builds on {parent.name} ({parent.tag}), which "
+                             f"is not built",
+                             hint=f"build it first: bundle build --layer {parent.name} {layers[0].name}, "
+                                  f"or `bundle build` for every layer")
     results = []
     total = len(layers)
     for i, lp in enumerate(layers, 1):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bundle.errors import EXIT_FAILED, BundleError
+from bundle.errors import Failed
 from bundle.images.audit import checks_packages
 from bundle.images.audit.context import AuditContext, locked_packages, overlay_distribution
 from bundle.findings import Finding
@@ -41,9 +41,9 @@ def read_image(image: str) -> dict:
                                      timeout=PROBE_TIMEOUT)
     facts = facts_from_output(run.output)
     if facts is None:
-        raise BundleError(f"the installed set of {image} could not be read (exit {run.returncode}): "
-                          f"{run.output.strip()[-300:]}", exit_code=EXIT_FAILED,
-                          hint="the image needs python on PATH (/opt/venv/bin), as `bundle build` makes it")
+        raise Failed(f"the installed set of {image} could not be read (exit {run.returncode}): "
+                     f"{run.output.strip()[-300:]}",
+                     hint="the image needs python on PATH (/opt/venv/bin), as `bundle build` makes it")
     return facts
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EnvironmentProblem
 from bundle.image_tags import DEBIAN_ROOT
 from bundle.images.root_script import run_root_script
 from bundle.paths import docker_dir
@@ -24,8 +24,7 @@ def ensure_debian_root(*, report: Callable[[str], None]) -> str:
     report(f"making the base image {DEBIAN_ROOT} with {script.name} (debootstrap, minutes on a fresh host) ...")
     returncode, detail = run_root_script(script, DEBIAN_ROOT, label="base image", report=report)
     if returncode != 0:
-        raise BundleError(f"the base image {DEBIAN_ROOT} could not be made: {' / '.join(detail)}",
-                          exit_code=EXIT_ENVIRONMENT,
-                          hint="`sudo docker/host-packages.sh` installs debootstrap, then run "
-                               "`sudo docker/debian-root.sh` once")
+        raise EnvironmentProblem(f"the base image {DEBIAN_ROOT} could not be made: {' / '.join(detail)}",
+                                 hint="`sudo docker/host-packages.sh` installs debootstrap, then run "
+                                      "`sudo docker/debian-root.sh` once")
     return DEBIAN_ROOT

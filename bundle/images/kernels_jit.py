@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bundle.errors import EXIT_CONFIG, BundleError
+from bundle.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,8 @@ def check_names(names: list[str]) -> list[str]:
     """`names` in GENERATORS' order; a BundleError naming every unknown one."""
     unknown = [n for n in names if n not in GENERATORS]
     if unknown:
-        raise BundleError(f"unknown kernel module(s): {', '.join(unknown)}", exit_code=EXIT_CONFIG,
-                          hint=f"bundle build --kernels NAME [NAME ...] with names from: {', '.join(GENERATORS)}")
+        raise InputError(f"unknown kernel module(s): {', '.join(unknown)}",
+                         hint=f"bundle build --kernels NAME [NAME ...] with names from: {', '.join(GENERATORS)}")
     return [n for n in GENERATORS if n in names]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bundle.errors import EXIT_CONFIG, BundleError
+from bundle.errors import InputError
 
 # One mount option with the spaces (and line continuation) after it.
 _MOUNT = re.compile(r"--mount=(?P<spec>\S+)\s*(?:\\\n\s*)?")
@@ -47,9 +47,9 @@ def _mount(spec: str, where: str) -> tuple[str, str, str | None]:
         return kind, target, None
     if target and kind == "bind" and "from" not in options:
         return kind, target, options.get("source") or options.get("src") or "."
-    raise BundleError(f"{where}: `--mount={spec}` cannot be built without BuildKit", exit_code=EXIT_CONFIG,
-                      hint="install buildx (docker/install-buildx.sh), or use only cache mounts and bind "
-                           "mounts of the build context")
+    raise InputError(f"{where}: `--mount={spec}` cannot be built without BuildKit",
+                     hint="install buildx (docker/install-buildx.sh), or use only cache mounts and bind "
+                          "mounts of the build context")
 
 
 def without_mounts(text: str, where: str = "Dockerfile") -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bundle.errors import EXIT_CONFIG, BundleError
+from bundle.errors import InputError
 from bundle.lock import Lock, load_lock
 from bundle.images.reference import DIGEST
 
@@ -21,8 +21,8 @@ def set_published_digest(path: Path, digest: str) -> tuple[Lock, bool]:
     """Record `digest` as `[image] published_digest` of the lock at `path`; returns the reloaded
     lock and whether the file changed. The lock hash cannot change ([image] is not hashed)."""
     if not DIGEST.match(digest):
-        raise BundleError(f"{digest!r} is not a digest (sha256:<64 hex>)", exit_code=EXIT_CONFIG,
-                          hint="pass the digest `bundle push` printed (digest=sha256:...)")
+        raise InputError(f"{digest!r} is not a digest (sha256:<64 hex>)",
+                         hint="pass the digest `bundle push` printed (digest=sha256:...)")
     before = load_lock(path)
     lines = Path(path).read_text().splitlines(keepends=True)
     table, done = None, False
@@ -38,8 +38,8 @@ def set_published_digest(path: Path, digest: str) -> tuple[Lock, bool]:
             done = True
             break
     if not done:
-        raise BundleError(f"{path}: [image] has no published_digest line to set", exit_code=EXIT_CONFIG,
-                          hint='add `published_digest = ""` under [image] (see docs/release.md)')
+        raise InputError(f"{path}: [image] has no published_digest line to set",
+                         hint='add `published_digest = ""` under [image] (see docs/release.md)')
     text = "".join(lines)
     changed = text != Path(path).read_text()
     Path(path).write_text(text)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
+from bundle.errors import EnvironmentProblem, Failed, InputError
 from bundle.lock import Lock
 from bundle.rules import checkpoint
 
@@ -175,9 +175,9 @@ def pin(image: str, pin_: ModelPin, revision: str | None) -> tuple[str, dict[str
     out = _run(image, PIN_SCRIPT, [pin_.repo, revision or "", SMALL.pattern, str(SMALL_LIMIT)], None, 1800)
     line = next((ln for ln in out.splitlines() if ln.startswith("BUNDLE-MODEL ")), None)
     if line is None:
-        raise BundleError(f"reading {pin_.repo} from the Hugging Face Hub failed: {out.strip()[-500:]}",
-                          exit_code=EXIT_ENVIRONMENT, hint="check the Hub is reachable (HF_ENDPOINT, a proxy) "
-                                                           "and HF_TOKEN for a gated repo")
+        raise EnvironmentProblem(f"reading {pin_.repo} from the Hugging Face Hub failed: {out.strip()[-500:]}",
+                                 hint="check the Hub is reachable (HF_ENDPOINT, a proxy) "
+                                                                  "and HF_TOKEN for a gated repo")
     data = json.loads(line[len("BUNDLE-MODEL "):])
     return data["revision"], manifest_from(data["files"], data["small"])
 
@@ -222,8 +222,8 @@ def fetch(image: str, pin_: ModelPin, folder: Path, *, report=print, every_s: fl
     import time
 
     if not pin_.pinned:
-        raise BundleError(f"docker/lock.toml: model.revision is not pinned for {pin_.repo}", exit_code=EXIT_CONFIG,
-                          hint="run `bundle model pin` on a host that reaches the Hub, commit the lock, then fetch")
+        raise InputError(f"docker/lock.toml: model.revision is not pinned for {pin_.repo}",
+                         hint="run `bundle model pin` on a host that reaches the Hub, commit the lock, then fetch")
     folder.mkdir(parents=True, exist_ok=True)
     stop, started = threading.Event(), time.monotonic()
 
@@ -242,8 +242,8 @@ def fetch(image: str, pin_: ModelPin, folder: Path, *, report=print, every_s: fl
         watcher.join(timeout=2)
     report(fetch_progress(folder, pin_, time.monotonic() - started).line())
     if "BUNDLE-FETCHED " not in out:
-        raise BundleError(f"downloading {pin_.repo}@{pin_.revision[:12]} failed: {out.strip()[-500:]}",
-                          exit_code=EXIT_FAILED, hint="run it again: huggingface_hub resumes partial downloads")
+        raise Failed(f"downloading {pin_.repo}@{pin_.revision[:12]} failed: {out.strip()[-500:]}",
+                     hint="run it again: huggingface_hub resumes partial downloads")
     return check_folder(folder, pin_, shards_sha256=True)
 
 
@@ -256,8 +256,8 @@ def write_pin(lock: Lock, revision: str, manifest: dict[str, str], which: str = 
     header = f"[{table}.files]\n"
     head, sep, tail = text.partition(header)
     if not sep:
-        raise BundleError(f"{lock.path}: no [{table}.files] table", exit_code=EXIT_CONFIG,
-                          hint=f"add `[{table}.files]` after the [{table}] table")
+        raise InputError(f"{lock.path}: no [{table}.files] table",
+                         hint=f"add `[{table}.files]` after the [{table}] table")
     # The files table runs to the next table header (or the end of the lock).
     following = re.search(r"(?m)^\[", tail)
     rest = tail[following.start():] if following else ""

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
+from bundle.errors import Failed, NotFound
 from bundle.lock import LOCK_HASH_LABEL, Lock
 from bundle.images.reference import registry_of
 from bundle.images.sbom import SBOM_LABEL, SBOM_PATH
@@ -54,22 +54,22 @@ def check_pushable(plan: PushPlan) -> bytes:
 
     facts = engine.image_facts(plan.source)
     if facts is None:
-        raise BundleError(f"image {plan.source} is not here, so there is nothing to push", exit_code=EXIT_ENVIRONMENT,
-                          hint="build it first: `bundle build` (or name another with --image REF)")
+        raise NotFound(f"image {plan.source} is not here, so there is nothing to push",
+                       hint="build it first: `bundle build` (or name another with --image REF)")
     label = facts.labels.get(LOCK_HASH_LABEL)
     if label != plan.lock_hash:
-        raise BundleError(f"{plan.source} was built from lock {label or 'unknown'}, docker/lock.toml is "
-                          f"{plan.lock_hash}: refusing to publish it as this lock's image", exit_code=EXIT_FAILED,
-                          hint="rebuild from this lock: `bundle build`")
+        raise Failed(f"{plan.source} was built from lock {label or 'unknown'}, docker/lock.toml is "
+                     f"{plan.lock_hash}: refusing to publish it as this lock's image",
+                     hint="rebuild from this lock: `bundle build`")
     sbom = engine.file_from_image(plan.source, SBOM_PATH)
     sbom_label = facts.labels.get(SBOM_LABEL)
     if sbom is None or not sbom_label:
-        raise BundleError(f"{plan.source} has no SBOM ({SBOM_PATH} and its {SBOM_LABEL} label): a release "
-                          f"publishes one", exit_code=EXIT_FAILED,
-                          hint="build without --no-sbom: `bundle build`")
+        raise Failed(f"{plan.source} has no SBOM ({SBOM_PATH} and its {SBOM_LABEL} label): a release "
+                     f"publishes one",
+                     hint="build without --no-sbom: `bundle build`")
     if hashlib.sha256(sbom).hexdigest() != sbom_label:
-        raise BundleError(f"{plan.source}: {SBOM_PATH} does not match its {SBOM_LABEL} label",
-                          exit_code=EXIT_FAILED, hint="rebuild the runtime layer: bundle build --layer runtime")
+        raise Failed(f"{plan.source}: {SBOM_PATH} does not match its {SBOM_LABEL} label",
+                     hint="rebuild the runtime layer: bundle build --layer runtime")
     return sbom
 
 
@@ -83,8 +83,8 @@ def push(plan: PushPlan, *, sbom_out: Path | None = None) -> Published:
     facts = engine.image_facts(plan.tag)
     digests = [d.split("@", 1)[1] for d in (facts.repo_digests if facts else ()) if d.startswith(plan.repo + "@")]
     if not digests:
-        raise BundleError(f"docker push {plan.tag} succeeded but the engine records no digest for {plan.repo}",
-                          exit_code=EXIT_FAILED, hint="run `docker push` by hand and read the digest it prints")
+        raise Failed(f"docker push {plan.tag} succeeded but the engine records no digest for {plan.repo}",
+                     hint="run `docker push` by hand and read the digest it prints")
     if sbom_out is not None:
         sbom_out.parent.mkdir(parents=True, exist_ok=True)
         sbom_out.write_bytes(sbom)

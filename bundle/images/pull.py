@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundle import paths
-from bundle.errors import EXIT_CONFIG, EXIT_FAILED, BundleError
+from bundle.errors import BundleError, Failed, InputError
 from bundle.images import contents, sbom, signature
 from bundle.findings import Level
 from bundle.lock import LOCK_HASH_LABEL, Lock
@@ -77,12 +77,11 @@ def verification_problems(facts: engine.ImageFacts, target: PullTarget) -> list[
 
 
 def not_published_error(target: PullTarget, lock_path: str) -> BundleError:
-    return BundleError(
+    return InputError(
         f"no published image is recorded for lock {target.lock_hash}: image.published_digest is "
         f"empty in {lock_path}, so there is nothing to pull",
         hint=f"build it here with `make image` (tags {target.tag_as}), or set image.published_digest "
-             "to the digest printed when this lock's image was pushed",
-        exit_code=EXIT_CONFIG)
+             "to the digest printed when this lock's image was pushed")
 
 
 def pull_verified(target: PullTarget, lock: Lock, *, root: Path | None = None, require_signature: bool = False,
@@ -97,8 +96,8 @@ def pull_verified(target: PullTarget, lock: Lock, *, root: Path | None = None, r
     engine.pull_image(target.ref)
     facts = engine.image_facts(target.ref)
     if facts is None:
-        raise BundleError(f"docker pull {target.ref} reported success but the image is not there",
-                          exit_code=EXIT_FAILED, hint="run `docker pull` by hand and check its output")
+        raise Failed(f"docker pull {target.ref} reported success but the image is not there",
+                     hint="run `docker pull` by hand and check its output")
     report = PullReport(facts)
     problems = verification_problems(facts, target)
     if not problems:
@@ -113,11 +112,10 @@ def pull_verified(target: PullTarget, lock: Lock, *, root: Path | None = None, r
     if problems:
         engine.remove_image_ref(target.ref)
         lines = "\n".join(f"  - {p}" for p in problems)
-        raise BundleError(f"refused {target.ref}: it is not the published image of lock "
-                          f"{target.lock_hash}; the pulled reference was removed\n{lines}",
-                          exit_code=EXIT_FAILED,
-                          hint="check image.repo and image.published_digest in docker/lock.toml "
-                               "against what was pushed, or build locally with `make image`")
+        raise Failed(f"refused {target.ref}: it is not the published image of lock "
+                     f"{target.lock_hash}; the pulled reference was removed\n{lines}",
+                     hint="check image.repo and image.published_digest in docker/lock.toml "
+                          "against what was pushed, or build locally with `make image`")
     say(f"[5/5] tagging {target.tag_as}")
     engine.tag_image(target.ref, target.tag_as)
     return report

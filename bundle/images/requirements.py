@@ -20,14 +20,14 @@ import argparse
 import hashlib
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError, ConfigError
+from bundle.errors import BundleError, ConfigError, EnvironmentProblem, Failed
 from bundle.images.cuda_toolchain import wheel_pins
 from bundle.lock import Lock, load_lock, requirements_dir
+from bundle.run import run
 
 LAYERS = ("base", "framework", "pd")
 FRAMEWORK_PACKAGES = ("torch", "sglang", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
@@ -100,8 +100,8 @@ def _blocks(text: str) -> dict[str, str]:
 def _uv() -> str:
     found = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
     if not Path(found).exists():
-        raise BundleError("`uv` is not installed", exit_code=EXIT_ENVIRONMENT,
-                          hint="run `make install` (requirements/dev.txt installs uv)")
+        raise EnvironmentProblem("`uv` is not installed",
+                                 hint="run `make install` (requirements/dev.txt installs uv)")
     return found
 
 
@@ -114,10 +114,11 @@ def _compile(in_file: Path, out_file: Path, python_version: str, override: Path 
         cmd += ["--override", str(override)]
     if constraint is not None:
         cmd += ["--constraint", str(constraint)]
-    proc = subprocess.run(cmd, cwd=in_file.parent, check=False, capture_output=True, text=True)
+    # uv resolves a layer in seconds from its cache, a minute or two cold; an hour means a hung index.
+    proc = run(cmd, cwd=in_file.parent, timeout=3600, check=False)
     if proc.returncode != 0:
-        raise BundleError(f"{in_file}: the pins do not resolve together:\n{proc.stderr.strip()}",
-                          hint="change the conflicting pin in docker/lock.toml, then `make lock`")
+        raise Failed(f"{in_file}: the pins do not resolve together:\n{proc.stderr.strip()}",
+                     hint="change the conflicting pin in docker/lock.toml, then `make lock`")
 
 
 def compile_locks(lock: Lock, out_dir: Path | None = None, overrides: dict[str, str] | None = None,
@@ -168,9 +169,9 @@ def compile_locks(lock: Lock, out_dir: Path | None = None, overrides: dict[str, 
                 blocks = {k: v for k, v in blocks.items() if k not in framework_blocks}
                 for name, block in _blocks(full["pd"]).items():
                     if name in framework_blocks and block.splitlines()[0] != framework_blocks[name].splitlines()[0]:
-                        raise BundleError(f"pd layer needs {block.splitlines()[0].split()[0]} but the "
-                                          f"framework layer holds {framework_blocks[name].split()[0]}",
-                                          hint="align the pins in docker/lock.toml, then `make lock`")
+                        raise Failed(f"pd layer needs {block.splitlines()[0].split()[0]} but the "
+                                     f"framework layer holds {framework_blocks[name].split()[0]}",
+                                     hint="align the pins in docker/lock.toml, then `make lock`")
             body = "\n".join(blocks[k] for k in sorted(blocks)) + "\n"
             header = (_generated_header(layer)
                       + f"# Resolved by uv for CPython {python_version}, {PLATFORM}; install with "

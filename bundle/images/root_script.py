@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from bundle.streamed import stream
+from bundle.run import stream
 
 
 def run_root_script(script: Path, tag: str, *, label: str, report: Callable[[str], None]) -> tuple[int, list[str]]:

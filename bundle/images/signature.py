@@ -6,15 +6,17 @@ checked and the command that would check it: never a silent pass."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
+from bundle.errors import CommandTimedOut, EnvironmentProblem, Failed
+from bundle.run import run
 
 # GitHub Actions' OIDC issuer: the certificate Fulcio issues to a workflow run names it.
 OIDC_ISSUER = "https://token.actions.githubusercontent.com"
 COSIGN_INSTALL = "https://docs.sigstore.dev/cosign/system_config/installation/"
+# A keyless signature waits on the OIDC token and the transparency log: minutes at worst, never hours.
+SIGN_TIMEOUT_S = 600
 VERIFIED, NOT_CHECKED, FAILED = "verified", "NOT CHECKED", "FAILED"
 
 
@@ -55,8 +57,8 @@ def verify(ref: str, signer: str | None, *, timeout: float = 120.0) -> Signature
                                            f"verified; install cosign ({COSIGN_INSTALL}) and run: "
                                            f"{' '.join(_quoted(command))}", command)
     try:
-        proc = subprocess.run([binary, *command[1:]], capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
+        proc = run([binary, *command[1:]], timeout=timeout, check=False)
+    except CommandTimedOut:
         return SignatureCheck(FAILED, f"cosign verify did not answer within {timeout:.0f} s", command)
     if proc.returncode != 0:
         tail = " / ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
@@ -71,17 +73,16 @@ def sign(ref: str, sbom: Path | None, report=print) -> list[list[str]]:
     binary = cosign()
     if binary is None:
         listing = "; ".join(" ".join(_quoted(c)) for c in commands)
-        raise BundleError(f"cosign is not installed, so {ref} cannot be signed; the commands are: {listing}",
-                          exit_code=EXIT_ENVIRONMENT,
-                          hint=f"install cosign ({COSIGN_INSTALL}); the release workflow uses sigstore/cosign-installer")
+        raise EnvironmentProblem(f"cosign is not installed, so {ref} cannot be signed; the commands are: {listing}",
+                                 hint=f"install cosign ({COSIGN_INSTALL}); the release workflow uses sigstore/cosign-installer")
     for i, command in enumerate(commands, 1):
         report(f"[{i}/{len(commands)}] {' '.join(_quoted(command))}")
-        proc = subprocess.run([binary, *command[1:]], capture_output=True, text=True, check=False)
+        proc = run([binary, *command[1:]], timeout=SIGN_TIMEOUT_S, check=False)
         if proc.returncode != 0:
             tail = " / ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-            raise BundleError(f"{' '.join(command[:2])} exited {proc.returncode}: {tail}", exit_code=EXIT_FAILED,
-                              hint="keyless signing needs an OIDC token: in GitHub Actions, `permissions: "
-                                   "id-token: write`")
+            raise Failed(f"{' '.join(command[:2])} exited {proc.returncode}: {tail}",
+                         hint="keyless signing needs an OIDC token: in GitHub Actions, `permissions: "
+                              "id-token: write`")
     return commands
 
 

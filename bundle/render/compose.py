@@ -24,7 +24,7 @@ from bundle.monitoring.files import DIR_NAME as MONITORING_DIR_NAME, monitoring_
 from bundle.monitoring.scrape import ROUTER_METRICS_PORT
 from bundle.render import compose_files
 from bundle.render.interpolate import split_command
-from bundle.topology import ROUTER_MODULE, SERVER_MODULE, Topology
+from bundle.topology import ROUTER_MODULE, SERVER_MODULE, Overlay, Topology
 
 ENV_FILE_NAME = "bundle.env"
 NO_FILE = "/dev/null"  # compose files read /dev/null as "no secret" / "no extra environment"
@@ -101,12 +101,12 @@ class Rendered:
         return f"docker compose -p {self.project} --env-file {self.env_file} {files}{profiles}"
 
 
-def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal=None,
-           extra_env: dict[str, str] | None = None,
-           collectives: levers.Collectives | None = None, monitoring: bool = False) -> Rendered:
-    """Every variable topology's compose file reads, from the config; `rehearsal`: a rehearsal mode
-    (service/rehearsal.py: its overlay and server-argument overrides) or None; `extra_env` (the rehearsal's
-    values, a test's overrides) wins. `monitoring`: the monitoring profile on (with Grafana and the
+def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal: Overlay | None = None,
+           extra_env: dict[str, str] | None = None, collectives: levers.Collectives | None = None,
+           monitoring: bool = False) -> Rendered:
+    """Every variable topology's compose file reads, from the config; `rehearsal`: a rehearsal mode (a
+    bundle.topology.Overlay: its compose overlay and server-argument overrides; the modes live in
+    bundle/rehearsal/) or None; `extra_env` (the rehearsal's values, a test's overrides) wins. `monitoring`: the monitoring profile on (with Grafana and the
     DCGM exporter outside a rehearsal). `collectives`: launch's per-host decision for
     levers.pcie_safe_collectives: auto (without one, auto renders the safe setting). Reads the
     compose files; writes nothing."""
@@ -172,7 +172,7 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
 
 
 def for_target(dep: Deployment, rendered: Rendered) -> Rendered:
-    """The compose target (service/targets.py): the compose render is its own output."""
+    """The compose target (targets/registry.py): the compose render is its own output."""
     return rendered
 
 

@@ -1,1 +1,1 @@
-"""Stage 3: semantic rules over the config and what was rendered, command lines through the pinned parsers."""
+"""Floor 8: semantic rules over the config and what was rendered, command lines through the pinned parsers."""

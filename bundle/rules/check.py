@@ -19,7 +19,7 @@ from bundle.config.model import Deployment, Role
 from bundle.config.source import format_path
 from bundle.errors import ConfigError
 from bundle.findings import Finding, Level
-from bundle.rules import argspec, backends, checkpoint, dspark, guards
+from bundle.rules import argspec, backends, checkpoint, dspark, exposure, guards
 from bundle.rules.cmdline import option_value
 from bundle.topology import PREFILL
 
@@ -79,6 +79,7 @@ def check(dep: Deployment, rendered, *, require_model: bool = False) -> RulesRep
     dspark.check(dep, rendered, roles, error)
     _check_model(dep, found, require_model)
     _check_api_key_file(dep, error)
+    _check_exposure(dep, topology, found)
     if not found.errors:
         # Only worth parsing command lines once the pieces they are made of are sound.
         _check_command_lines(dep, rendered, roles, error)
@@ -246,6 +247,16 @@ def _check_api_key_file(dep: Deployment, error: Error) -> None:
                                  f"api_key_file: null")
     elif not key.read_text().strip():
         error(("api_key_file",), f"{path} is empty; write the key into it or set api_key_file: null")
+
+
+def _check_exposure(dep: Deployment, topology, found: RulesReport) -> None:
+    address = dep.network.host_address
+    if exposure.is_loopback(address):
+        return
+    text = exposure.unkeyed(dep, topology, f"listens on {address}:{dep.network.front_port}")
+    if text:
+        path = ("network", "host_address")
+        found.warning(f"{dep.source.where(path)}: {format_path(path)}: {text}")
 
 
 def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Error) -> None:

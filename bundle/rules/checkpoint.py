@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bundle.rules import guards
 
-# config.json key of the CPU engine rehearsal's model (bundle/images/rehearsal_model.py): never served on a GPU host.
+# config.json key of the CPU engine rehearsal's model (bundle/rehearsal/engine/model.py): never served on a GPU host.
 REHEARSAL_ONLY_KEY = "sglang_bundle_rehearsal_only"
 EXPECTED_MODEL = "DeepSeek-V4-Flash (config.json: model_type deepseek_v4, architectures DeepseekV4ForCausalLM)"
 V41_MODEL_TYPES = {"deepseek_v41", "deepseek_v41_text"}

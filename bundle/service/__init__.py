@@ -2,13 +2,13 @@
 bundle/commands/ parses its flags into a request, calls a service, prints its result and maps it to an
 exit code; `bundle tune` calls the same services for each candidate. No argparse namespace reaches this
 package or anything below it, and nothing here prints but on the Reporter the verb passes in
-(bundle/verify/console.py; tests/test_no_print.py holds it).
+(bundle/reporter.py; tests/test_no_print.py holds it).
 
 prepare.py       the one path from bundle.yaml to a checked render (load -> render -> rules), the
                  rehearsal's additions to the env computed in one place
 render.py        a render target's checked output; compose's render resolved by compose; a folder written
-launch.py        LaunchRequest -> the stack up, ready, attested (reconciles one that is up)
-slurm_launch.py  the same request as one Slurm job on the rehearsal cluster
+launch.py        LaunchRequest -> the stack up, ready, attested (reconciles one that is up); the compose
+                 target's launcher (the Slurm one is its wing's: bundle/targets/slurm/launch.py)
 smoke.py         the smoke test of a launched topology, its identity and its report
 bench.py         BenchRequest -> bench_serving's levels or a soak against a launched topology, the gate
 audit.py         AuditRequest -> the image checked from inside, its report saved

@@ -12,7 +12,7 @@ from bundle.images.audit import Audit, audit
 from bundle.images.audit.report import save
 from bundle.lock import Lock, load_lock
 from bundle.service.prepare import load
-from bundle.verify.console import Reporter, plain
+from bundle.reporter import Reporter, plain
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ from pathlib import Path
 
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
-from bundle.errors import EXIT_FAILED, EXIT_USAGE, BundleError
+from bundle.errors import BundleError, Failed, UsageError
 from bundle.stack import runstate
 from bundle.stack.frontdoor import front_door
-from bundle.topology import Topology
-from bundle.verify import bench, comparable, runstore
-from bundle.verify.console import Reporter
+from bundle.topology import PREFILL, Topology
+from bundle.verify import bench, comparable, limits, runstore
+from bundle.reporter import Reporter
 from bundle.verify.plot import plot_bench
-from bundle.service.targets import stack_of
+from bundle.api import StackView
 
 # A log gets a progress line at most this often (a terminal shows it live in the status line).
 PROGRESS_EVERY_S = 15.0
@@ -76,11 +76,11 @@ def check(request: BenchRequest) -> None:
     for value, name in ((request.input_len, "--input-len"), (request.output_len, "--output-len"),
                         (request.prompts_per_concurrency, "--prompts-per-concurrency")):
         if value is not None and value < 1:
-            raise BundleError(f"{name} must be at least 1", exit_code=EXIT_USAGE)
+            raise UsageError(f"{name} must be at least 1")
     if request.concurrency and min(request.concurrency) < 1:
-        raise BundleError("--concurrency levels must be at least 1", exit_code=EXIT_USAGE)
+        raise UsageError("--concurrency levels must be at least 1")
     if request.gate is not None and (request.gate < 0 or request.soak):
-        raise BundleError("--gate takes a percentage >= 0 and gates a benchmark, not a soak", exit_code=EXIT_USAGE)
+        raise UsageError("--gate takes a percentage >= 0 and gates a benchmark, not a soak")
 
 
 def stack_gone(stack, front_service: str) -> str | None:
@@ -96,27 +96,41 @@ def stack_gone(stack, front_service: str) -> str | None:
     return None
 
 
-def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, plan: bench.BenchPlan, *,
-              on_level: Callable | None = None, on_progress: Callable | None = None):
-    """Every level of `plan` against what `record` launched; returns (the run's record, its folder)."""
-    stack = stack_of(record)
+def limits_of(dep: Deployment, topology: Topology, record: runstate.LaunchRecord) -> limits.Limits:
+    """What the levels are scored against: the decoding servers' TP size and GPUs (a disaggregated
+    topology's decode server, a replicated one's replicas), the model folder's config.json, the launch's
+    attestation and the project's collectives decision (bundle/verify/limits.py)."""
+    decoding = [role for role in dep.roles(topology) if role.service.role != PREFILL] or dep.roles(topology)
+    first = decoding[0]
+    kind = comparable.kind({"rehearsal": record.rehearsal})
+    return limits.build(kind=kind, model_folder=record.env.get("MODEL_HOST_PATH"), gpu_names=[], tp=first.tp_size,
+                        servers=len(decoding), gpus=tuple(first.gpus), speculative=dep.levers.speculative,
+                        dspark_block=dep.levers.dspark.block_size,
+                        attestation_path=Path(record.run_dir) / "attestation.json" if record.run_dir else None,
+                        collectives_path=runstate.project_dir(record.project) / "collectives.json")
+
+
+def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
+              plan: bench.BenchPlan, *, on_level: Callable | None = None, on_progress: Callable | None = None):
+    """Every level of `plan` against what `record` launched, each scored against the limit; returns
+    (the run's record, its folder)."""
     return bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal, env=record.env,
                      target=record.target, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                      on_level=on_level, on_progress=on_progress,
-                     stack_gone=lambda: stack_gone(stack, topology.front_service))
+                     stack_gone=lambda: stack_gone(stack, topology.front_service),
+                     limits=limits_of(dep, topology, record))
 
 
-def run_soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, plan: bench.BenchPlan, *,
-             duration_s: float, on_round: Callable | None = None):
+def run_soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
+             plan: bench.BenchPlan, *, duration_s: float, on_round: Callable | None = None):
     """One concurrency for `duration_s` against what `record` launched; returns (its record, its folder)."""
-    stack = stack_of(record)
     return bench.run_soak(stack, plan, duration_s=duration_s, project=record.project, rehearsal=record.rehearsal,
                           env=record.env, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                           on_round=on_round, stack_gone=lambda: stack_gone(stack, topology.front_service))
 
 
-def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, request: BenchRequest,
-              reporter: Reporter) -> Benched:
+def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
+              request: BenchRequest, reporter: Reporter) -> Benched:
     """`bundle bench`'s levels: each level and its progress reported, the run recorded (a level that
     fails is in the record: see Benched.bad_levels), its plot drawn. Raises BundleError for a request
     it cannot run (exit 2), before anything is sent."""
@@ -131,8 +145,8 @@ def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
     if request.against:  # e.g. the defaults' run that `bundle tune` names in bundle.tuned.yaml
         against, compared_as = bench.gate_reference(history, {"run_id": None}, request.against), "run"
         if against is None:
-            raise BundleError(f"--against {request.against!r}: no such run in {path} (or it names more "
-                              f"than one)", hint="name a run_id of that file", exit_code=EXIT_USAGE)
+            raise UsageError(f"--against {request.against!r}: no such run in {path} (or it names more "
+                             f"than one)", hint="name a run_id of that file")
     reporter.print(f"bench {topology.name}: bench_serving in the image against {plan.base_url}; "
                    f"dataset: {plan.dataset_source}")
     with reporter.status("starting ...") as status:
@@ -155,7 +169,7 @@ def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
             elif line.split(" (")[0] != printed["line"] and time.monotonic() - printed["at"] >= PROGRESS_EVERY_S:
                 reporter.print(line, markup=False)
                 printed.update(at=time.monotonic(), line=line.split(" (")[0])
-        result, run_dir = run_bench(dep, topology, record, plan, on_level=on_level, on_progress=on_progress)
+        result, run_dir = run_bench(dep, topology, record, stack, plan, on_level=on_level, on_progress=on_progress)
     baseline = asdict(dep.bench.baseline) if dep.bench.baseline else None
     # Only like with like in percent (bundle/verify/comparable.py): the named run is shown even when
     # it is unlike (its row says why there is no comparison); otherwise the latest run like this one.
@@ -172,34 +186,33 @@ def gate(history: list[dict], result: dict, run_dir: Path, *, percent: float, ag
     if reference is None:
         wanted = (f"run {against!r} is not in the history (or names more than one)" if against else
                   "no earlier run of this topology with the same config and image")
-        raise BundleError(f"bench --gate: {wanted}; nothing to gate against (this run is recorded: "
-                          f"{result['run_id']})", hint="run once without --gate to record a reference, or "
-                          "name one with --against RUN", exit_code=EXIT_FAILED)
+        raise Failed(f"bench --gate: {wanted}; nothing to gate against (this run is recorded: "
+                     f"{result['run_id']})", hint="run once without --gate to record a reference, or "
+                     "name one with --against RUN")
     if reason := comparable.unlike(result, reference):
-        raise BundleError(f"bench --gate against run {reference.get('run_id')}: no comparison: {reason} "
-                          f"(this run is recorded: {result['run_id']})",
-                          hint="gate against a run of the same topology, GPU or rehearsal mode, target and "
-                               "lengths (--against RUN), or run once without --gate to record one",
-                          exit_code=EXIT_FAILED)
+        raise Failed(f"bench --gate against run {reference.get('run_id')}: no comparison: {reason} "
+                     f"(this run is recorded: {result['run_id']})",
+                     hint="gate against a run of the same topology, GPU or rehearsal mode, target and "
+                          "lengths (--against RUN), or run once without --gate to record one")
     gated = bench.gate(result, reference, percent)
     runstore.write_json(run_dir / "gate.json", gated)
     return gated
 
 
-def soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, request: BenchRequest,
-         reporter: Reporter) -> Soaked:
+def soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
+         request: BenchRequest, reporter: Reporter) -> Soaked:
     """`--soak DURATION`: one concurrency for a fixed time, each round reported; the record says
     whether it held (result["ok"])."""
     check(request)
     duration = parse_duration(request.soak, what="--soak")
     concurrency = _levels(request.concurrency) or [max(dep.bench.concurrency)]
     if len(concurrency) != 1:
-        raise BundleError("--soak runs one concurrency: give --concurrency one level", exit_code=EXIT_USAGE)
+        raise UsageError("--soak runs one concurrency: give --concurrency one level")
     plan = bench.plan(dep, topology, record.env, concurrency=concurrency, input_len=request.input_len,
                       output_len=request.output_len, prompts_per_concurrency=request.prompts_per_concurrency,
                       level_timeout=request.soak, range_ratio=request.range_ratio, label=request.label)
     reporter.print(f"soak {topology.name}: C={concurrency[0]} for {duration:.0f} s against {plan.base_url}")
-    result, run_dir = run_soak(dep, topology, record, plan, duration_s=duration,
+    result, run_dir = run_soak(dep, topology, record, stack, plan, duration_s=duration,
                                on_round=lambda n, left: reporter.print(f"round {n}: {left:.0f} s left"))
     return Soaked(result, run_dir, history_path(record.project))
 

@@ -11,11 +11,11 @@ from bundle import topology as registry
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import Report
 from bundle.doctor.registry import run_checks
-from bundle.errors import BundleError
+from bundle.errors import InputError, NotFound
 from bundle.images.model import pin_for_folder
 from bundle.lock import load_lock
 from bundle.service.prepare import load
-from bundle.verify.console import Reporter
+from bundle.reporter import Reporter
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def host_context(request: DoctorRequest) -> HostContext:
         pin = pin_for_folder(lock, Path(request.model_path or dep.model_path).expanduser())
         if not image:
             image, lock_hash = lock.image_ref, lock.hash
-    except BundleError:
+    except (InputError, NotFound):
         pass  # a broken lock is `bundle validate`'s to report; NIXL then runs on the host
     network = dep.network
     ports = [(network.host_address, network.front_port, f"{request.topology} front door")]

@@ -20,16 +20,18 @@ from types import MappingProxyType
 
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import BundleError, EnvironmentProblem, Failed, InputError, NotFound
 from bundle.service.prepare import load, prepare
-from bundle.service.rehearsal import Mode, name_of
+from bundle.api import Mode
+from bundle.rehearsal import registry as modes
+from bundle.rehearsal.registry import name_of
 from bundle.stack import docker, engine, runstate
 from bundle.stack import reconcile as reconciling
 from bundle.stack.frontdoor import front_door
-from bundle.stack.ready import BackgroundUp, NotReady, wait_ready, workers_away
+from bundle.stack.ready import BackgroundUp, wait_ready, workers_away
 from bundle.stack.workers import ComposeWorkers
 from bundle.topology import TOOL_SERVICE
-from bundle.verify.console import Reporter, plain
+from bundle.reporter import Reporter, plain
 from bundle.verify.kv_path import ServerErrorWatch
 
 
@@ -37,12 +39,12 @@ from bundle.verify.kv_path import ServerErrorWatch
 class LaunchRequest:
     topology: str  # a registry name
     config: str | None = None  # bundle.yaml's path; None: $BUNDLE_CONFIG, ./bundle.yaml or the defaults
-    rehearsal: Mode | None = None  # a rehearsal mode (service/rehearsal.py), parsed at the command line
+    rehearsal: Mode | None = None  # a rehearsal mode (rehearsal/registry.py), parsed at the command line
     sim: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # simulator knobs (sim only)
     timeout: str | None = None  # the readiness limit, a duration; None: lifecycle.launch_timeout
     monitoring: bool = False  # also the monitoring profile
     keep_on_failure: bool = False  # leave the containers of a failed start running
-    target: str = "compose"  # the render target it launches (service/targets.py), kept in the record
+    target: str = "compose"  # the render target it launches (targets/registry.py), kept in the record
     no_recreate: bool = False  # a reconcile only starts what is stopped or missing (compose's --no-recreate)
 
 
@@ -74,18 +76,16 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
         host, port = dep.network.host_address, dep.network.front_port
         if not port_owners.bind_free(host, port):
             holders = [h.describe() for h in port_owners.conflicts(host, port)]
-            raise BundleError(f"{host}:{port} (network.front_port) is already in use"
-                              + (f": {'; '.join(holders)}" if holders else ""),
-                              hint="stop that process or choose another network.front_port",
-                              exit_code=EXIT_ENVIRONMENT)
+            raise EnvironmentProblem(f"{host}:{port} (network.front_port) is already in use"
+                                     + (f": {'; '.join(holders)}" if holders else ""),
+                                     hint="stop that process or choose another network.front_port")
     rendered = prepared.rendered
     if request.rehearsal:
         reporter.print(f"rehearsal ({request.rehearsal.name}): building the image if its inputs changed ...")
-        request.rehearsal.ensure_artifacts(report=plain(reporter))
+        modes.ensure_artifacts(request.rehearsal, report=plain(reporter))
     elif not engine.image_exists(rendered.env["BUNDLE_IMAGE"]):
-        raise BundleError(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
-                          hint="`make image` to build it, or `bundle pull` to fetch the published one",
-                          exit_code=EXIT_ENVIRONMENT)
+        raise NotFound(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
+                       hint="`make image` to build it, or `bundle pull` to fetch the published one")
     if request.monitoring:
         from bundle.images import prometheus
 
@@ -95,7 +95,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     snapshot = reconciling.Snapshot.of(rendered.written_paths() + [record_path, collectives_path])
     try:
         previous = runstate.load(project) if reconcile and record_path.is_file() else None
-    except BundleError:
+    except InputError:
         previous = None  # an unreadable record: this launch writes a new one
     rendered.write()
     run_dir = runstate.new_run_dir(project, "launch")
@@ -144,7 +144,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
                                expected_services=expected, returning=returning,
                                report=plain(reporter), starting=starting,
                                server_errors=_server_error_watch(stack, topology, dep))
-    except (NotReady, BundleError, KeyboardInterrupt) as exc:
+    except (BundleError, KeyboardInterrupt) as exc:
         _stop_compose_up(starting)
         saved = save_logs(stack, run_dir)
         rolled_back = ""
@@ -258,7 +258,7 @@ def _check_model_against_lock(dep) -> None:
     lock pins (file sizes, small files' sha256) is refused before anything starts."""
     from pathlib import Path
 
-    from bundle.errors import EXIT_CONFIG
+    from bundle.errors import InputError
     from bundle.lock import load_lock
     from bundle.images.model import check_folder, differences_text, pin_for_folder
 
@@ -268,10 +268,9 @@ def _check_model_against_lock(dep) -> None:
         return
     differences = check_folder(folder, pin)
     if differences:
-        raise BundleError(f"{dep.model_path} (model.path): {differences_text(differences, pin)}",
-                          exit_code=EXIT_CONFIG,
-                          hint="bundle model fetch (downloads exactly the pinned revision), or `bundle model pin` "
-                               "for this checkpoint")
+        raise InputError(f"{dep.model_path} (model.path): {differences_text(differences, pin)}",
+                         hint="bundle model fetch (downloads exactly the pinned revision), or `bundle model pin` "
+                              "for this checkpoint")
 
 
 def _attest(dep, rendered, run_dir, reporter: Reporter) -> None:
@@ -282,8 +281,8 @@ def _attest(dep, rendered, run_dir, reporter: Reporter) -> None:
     (run_dir / "attestation.json").write_text(result.to_json() + "\n")
     attest.print_findings(result, reporter)
     if not result.ok:
-        raise BundleError("attestation failed: the servers do not run what the config asked for",
-                          hint=f"see {run_dir / 'attestation.json'}; the stack is left running for a look")
+        raise Failed("attestation failed: the servers do not run what the config asked for",
+                     hint=f"see {run_dir / 'attestation.json'}; the stack is left running for a look")
 
 
 class _nullcontext:

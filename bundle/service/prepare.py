@@ -11,7 +11,8 @@ from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.render.compose import Rendered, render
 from bundle.rules.check import RulesReport, check
-from bundle.service.rehearsal import Mode
+from bundle.api import Mode
+from bundle.rehearsal import registry as modes
 from bundle.topology import Topology
 
 
@@ -34,13 +35,13 @@ def prepare(topology: str, *, config: str | None = None, dep: Deployment | None 
             monitoring: bool = False) -> Prepared:
     """Config -> render (once) -> rules; raises one ConfigError listing every problem, before anything runs.
     `dep`: a config already loaded (else `config`'s); `rehearsal`: a rehearsal mode or None, whose
-    additions to the env (Mode.env_values, with the simulator's knobs `sim`) come first and `extra_env`
+    additions to the env (the registry's env_values, with the simulator's knobs `sim`) come first and `extra_env`
     over them; `collectives`: launch's per-host levers.Collectives decision (None: unprobed, see levers)."""
     from bundle.lock import load_lock
 
     dep = dep or load(config)
     entry = registry.get(topology)
-    env = {**(rehearsal.env_values(sim) if rehearsal else {}), **(extra_env or {})}
+    env = {**(modes.env_values(rehearsal, sim) if rehearsal else {}), **(extra_env or {})}
     lock = load_lock()
     rendered = render(dep, entry, image=lock.image_ref, lock_hash=lock.hash, rehearsal=rehearsal,
                       extra_env=env, collectives=collectives, monitoring=monitoring)

@@ -10,16 +10,16 @@ written into a folder and checked further (write_folder)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
+from bundle.api import Renderer, TargetRules
 from bundle.config.model import Deployment
-from bundle.errors import BundleError, ConfigError
+from bundle.errors import ConfigError, Failed
 from bundle.render.compose import Rendered
 from bundle.service.prepare import Prepared, prepare
-from bundle.service.rehearsal import Mode
+from bundle.api import Mode
 
 
 @dataclass(frozen=True)
@@ -27,21 +27,25 @@ class TargetRender:
     prepared: Prepared  # the compose render it was made from, and its rules' findings
     output: object  # the target's render: write(folder), summary(), how_to_run(folder), warnings
     checked: str  # what problems() held the output to, one line
+    target_warnings: tuple[str, ...] = ()  # the target's own rules' warnings (its settings only it reads)
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return (*self.prepared.findings.warnings, *self.output.warnings)
+        return (*self.prepared.findings.warnings, *self.target_warnings, *self.output.warnings)
 
 
-def render_target(renderer: ModuleType, rules: ModuleType | None, topology: str, *, config: str | None = None,
+def render_target(renderer: Renderer, rules: TargetRules | None, topology: str, *, config: str | None = None,
                   dep: Deployment | None = None, rehearsal: Mode | None = None,
                   sim: Mapping[str, str] | None = None) -> TargetRender:
     """A target's output from the compose render of `topology` (with a rehearsal mode: the rehearsal's
     variant, for a renderer that takes one); raises one ConfigError listing every problem."""
     prepared = prepare(topology, config=config, dep=dep, rehearsal=rehearsal, sim=sim)
     dep = prepared.dep
+    target_warnings: tuple[str, ...] = ()
     if rules is not None:
-        rules.check(dep, prepared.topology).raise_if_errors(dep.source.name)
+        found = rules.check(dep, prepared.topology)
+        found.raise_if_errors(dep.source.name)
+        target_warnings = tuple(found.warnings)
     output = (renderer.for_target(dep, prepared.rendered, rehearsal=rehearsal) if rehearsal is not None
               else renderer.for_target(dep, prepared.rendered))
     problems = rules.problems(output) if rules is not None else []
@@ -49,7 +53,7 @@ def render_target(renderer: ModuleType, rules: ModuleType | None, topology: str,
         raise ConfigError([f"{line}; it was made from {dep.source.name}: check the value it came from, else "
                            f"report it as a bundle bug" for line in problems], source=dep.source.name)
     checked = f"checked: {rules.CHECKED}" if rules is not None else "not checked beyond the compose rules"
-    return TargetRender(prepared, output, checked)
+    return TargetRender(prepared, output, checked, target_warnings)
 
 
 @dataclass(frozen=True)
@@ -75,16 +79,16 @@ class FolderWritten:
     checked: str  # what the output was held to, one line (kubectl's word too, when asked)
 
 
-def write_folder(made: TargetRender, folder: str, *, kubectl_dry_run: bool = False) -> FolderWritten:
-    """A target's render written into `folder` (as the user wrote it: messages name it so); with
-    kubectl_dry_run, also `kubectl apply --dry-run=client` on it (a refusal is a BundleError)."""
+def write_folder(made: TargetRender, folder: str, *,
+                 dry_run: Callable[[Path], tuple[bool | None, str]] | None = None) -> FolderWritten:
+    """A target's render written into `folder` (as the user wrote it: messages name it so); with the
+    target's `dry_run` (Kubernetes: `kubectl apply --dry-run=client`), also that on it (a refusal is a
+    Failed)."""
     written = made.output.write(Path(folder))
     checked = made.checked
-    if kubectl_dry_run:
-        from bundle.rules import manifests
-
-        ok, text = manifests.kubectl_dry_run(Path(folder))
+    if dry_run is not None:
+        ok, text = dry_run(Path(folder))
         if ok is False:
-            raise BundleError(f"kubectl apply --dry-run=client refused {folder}:\n{text}")
+            raise Failed(f"kubectl apply --dry-run=client refused {folder}:\n{text}")
         checked += f"; kubectl: {text}"
     return FolderWritten(written, checked)

@@ -15,7 +15,7 @@ from bundle.stack.workers import ComposeWorkers
 from bundle.topology import Topology
 from bundle.verify import runstore
 from bundle.verify.smoke import SmokeReport, smoke
-from bundle.service.targets import stack_of
+from bundle.api import StackView
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,14 @@ class Smoked:
         return runstore.write_json(runstate.new_run_dir(project, "smoke") / "smoke.json", data)
 
 
-def run_smoke(dep: Deployment, topology: Topology, record: runstate.LaunchRecord) -> Smoked:
-    """Smoke-test the topology `record` launched (raises nothing for a failed step: see result.ok)."""
+def run_smoke(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView) -> Smoked:
+    """Smoke-test the topology `record` launched, running as `stack` (its target's view, from the registry
+    the verb asks); raises nothing for a failed step: see result.ok."""
     front = front_door(dep, topology)
     workers = None
     if topology.has_router:  # the servers behind the router, read from inside their containers
         names = {role.name: role.name for role in dep.roles(topology)}
-        workers = ComposeWorkers(stack_of(record), names, port=dep.network.worker_port)
+        workers = ComposeWorkers(stack, names, port=dep.network.worker_port)
     result = smoke(front, topology=topology.name, checks=dep.smoke.checks, max_tokens=dep.smoke.max_tokens,
                    request_timeout=parse_duration(dep.smoke.request_timeout, what="smoke.request_timeout"),
                    workers=workers)

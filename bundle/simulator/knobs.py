@@ -50,6 +50,11 @@ class Knobs:
     # decode, the share of KV transfers whose poll reports Failed; the request is aborted with 500.
     disagg_failure_prob: float = 0.0
     kv_gb_s: float = 20.0  # SIM_KV_GB_S: the KV transfer speed prefill (the sender) reports (cuda_ipc-like; ~1 is TCP's)
+    # SIM_LOAD_BAR_UPDATES: during the load, SGLang's "Multi-thread loading shards" tqdm bar rewritten
+    # this many times with "\r" before its newline (0: none). The default writes ~40 KB on one line,
+    # more than Docker's 16 KB log buffer, so every rehearsal's readiness wait reads the stamped pieces
+    # a GPU host's dozens of shards produce (a bar's first word once ended launch in a traceback).
+    load_bar_updates: int = 400
 
     @classmethod
     def from_env(cls) -> Knobs:
@@ -67,6 +72,7 @@ class Knobs:
             kv_wait_secs=_env_float(
                 "SIM_KV_WAIT_SECS", _env_float("SGLANG_DISAGGREGATION_WAITING_TIMEOUT", 300.0)),
             kv_gb_s=_env_float("SIM_KV_GB_S", 20.0),
+            load_bar_updates=int(_env_float("SIM_LOAD_BAR_UPDATES", cls.load_bar_updates)),
             disagg_failure_prob=_env_float("SGLANG_TEST_DISAGG_FAILURE_PROB", 0.0),
         )
 

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import random
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -115,12 +116,27 @@ class Simulator:
         tp = self.launch.get("tp_size", 1)
         log.info("Load weight begin. (worker simulator: %.1f s simulated load, tp_size=%s)",
                  self.knobs.load_seconds, tp)
+        await self._loading_bar()
         await asyncio.sleep(max(0.0, self.knobs.load_seconds - (time.monotonic() - self._started)))
         log.info("Load weight end. type=SimulatedModel, dtype=bfloat16 (worker simulator)")
         if not self.launch.get("disable_cuda_graph", False):
             log.info("Capture cuda graph begin. (simulated)")
             log.info("Capture cuda graph end. (simulated)")
         log.info("The server is fired up and ready to roll!")
+
+    async def _loading_bar(self) -> None:
+        """SGLang's weight-loading bar (tqdm, on stderr), spread over the simulated load."""
+        updates = self.knobs.load_bar_updates
+        if updates <= 0:
+            return
+        from tqdm import tqdm  # SGLang's own dependency; only a start with a bar needs it
+
+        pause = max(0.0, self.knobs.load_seconds * 0.8) / updates
+        with tqdm(total=updates, desc="Multi-thread loading shards", mininterval=0, ncols=100,
+                  file=sys.stderr) as bar:
+            for _ in range(updates):
+                bar.update(1)
+                await asyncio.sleep(pause)
 
     # ---- generation core ---------------------------------------------------------------------
     async def _hang_while_told(self) -> None:

@@ -16,7 +16,9 @@ from typing import Iterator
 from python_on_whales.exceptions import DockerException, NoSuchContainer, NoSuchNetwork, NoSuchVolume
 from python_on_whales.utils import run as _run_docker
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle import log_lines
+from bundle.errors import EnvironmentProblem
+from bundle.log_lines import LogLine, Stamp
 from bundle.stack import engine
 from bundle.stack.engine import docker_errors, first_line
 
@@ -67,7 +69,7 @@ class Stack:
         --hash '*'`): a container whose label differs is one `compose up` recreates."""
         cmd = self._docker.compose.docker_compose_cmd + ["config", "--hash", "*"]
         text = self._call("config --hash", _run_docker, cmd, capture_stdout=True) or ""
-        return dict(line.split(maxsplit=1) for line in text.splitlines() if len(line.split()) == 2)
+        return dict(line.split(maxsplit=1) for line in log_lines.lines(text) if len(line.split()) == 2)
 
     def volumes_to_create(self) -> list[str]:
         """The named volumes `compose up` would create now: declared by the project (not external)
@@ -138,9 +140,9 @@ class Stack:
             except _Vanished:
                 continue
             return with_states
-        raise BundleError(f"docker compose ps for project {self.project!r}: its containers kept changing "
-                          f"while being read ({STATE_READ_ATTEMPTS} listings)",
-                          hint="run the command again once compose has finished", exit_code=EXIT_ENVIRONMENT)
+        raise EnvironmentProblem(f"docker compose ps for project {self.project!r}: its containers kept changing "
+                                 f"while being read ({STATE_READ_ATTEMPTS} listings)",
+                                 hint="run the command again once compose has finished")
 
     def logs(self, service: str | None = None, *, tail: int | None = None, follow: bool = False,
              timestamps: bool = False) -> str | Iterator:
@@ -149,33 +151,30 @@ class Stack:
         return self._call("logs", self._docker.compose.logs, [service] if service else [], **kwargs)
 
     def container_logs(self, container_name: str) -> str:
+        """The container's whole log, one stamped line each, a progress bar at its last state."""
         try:
-            return self._docker.container.logs(container_name, timestamps=True)
+            text = self._docker.container.logs(container_name, timestamps=True)
         except DockerException as exc:
             return f"(logs unavailable: {first_line(exc.stderr)})"
+        return "".join(f"{line.stamp.text} {line.text}\n" if line.stamp else f"{line.text}\n"
+                       for line in log_lines.stamped_lines(text))
 
-    def container_log_lines(self, container_name: str, *, since: str | None = None) -> list[tuple[str, str]]:
-        """(timestamp, line) for each line logged after `since` (a timestamp this returned before).
+    def container_log_lines(self, container_name: str, *, since: Stamp | None = None) -> list[LogLine]:
+        """Each line logged after `since` (a stamp of a complete line this returned before), read by
+        bundle.log_lines' rules: no log line, a progress bar's included, can break the reading.
 
         `docker logs --since` counts whole microseconds and includes its bound, so lines at or
         before `since` are dropped here: each line is seen once, and a poll costs only what is new.
+        A last line still without its newline comes back too (marked incomplete): move `since`
+        only past complete lines, and the rest of it is read again when it is done.
         """
-        from datetime import datetime
-
-        kwargs = {}
-        if since:
-            kwargs["since"] = datetime.fromisoformat(since[:26].rstrip("Z") + "+00:00")
+        kwargs = {"since": since.as_datetime()} if since else {}
         try:
             text = self._docker.container.logs(container_name, timestamps=True, **kwargs)
         except DockerException:
             return []
-        out = []
-        for raw in text.splitlines():
-            stamp, _, line = raw.partition(" ")
-            if since and stamp <= since:
-                continue
-            out.append((stamp, line))
-        return out
+        return [line for line in log_lines.stamped_lines(text)
+                if not (since and line.stamp is not None and line.stamp <= since)]
 
     def exits(self, since) -> list[tuple[str, int]]:
         """(service, exit code) of every container of the project that died since `since` (a
@@ -221,21 +220,31 @@ class Stack:
         killer = threading.Timer(timeout, kill)
         lines: list[str] = []
         exit_code = 0
+        # stdout and stderr come as separate chunks: one splitter each, or a line of one would be cut
+        # by a chunk of the other.
+        splitters: dict[str, log_lines.LineSplitter] = {}
         killer.start()
         try:
             stream = self._docker.compose.run(service, command, name=name, remove=True, tty=False,
                                               detach=False, stream=True, envs=env or {},
                                               volumes=volumes or [], dependencies=False, user=user)
-            for _source, chunk in stream:
-                for line in chunk.decode(errors="replace").splitlines():
-                    lines.append(line)
-                    if on_line:
-                        on_line(line)
+            for source, chunk in stream:
+                for line in splitters.setdefault(source, log_lines.LineSplitter()).feed(chunk):
+                    _keep(lines, line, on_line)
         except DockerException as exc:  # its stderr was streamed into `lines` already
             exit_code = exc.return_code or 1
         finally:
             killer.cancel()
+        for splitter in splitters.values():
+            for line in splitter.flush():
+                _keep(lines, line, on_line)
         return ToolRun(exit_code=exit_code, output="\n".join(lines), timed_out=timed_out.is_set())
+
+
+def _keep(lines: list[str], line: str, on_line) -> None:
+    lines.append(line)
+    if on_line:
+        on_line(line)
 
 
 def stack_of(rendered) -> Stack:
@@ -313,5 +322,5 @@ def _listed_names(what: str, list_them) -> list[str]:
                 return sorted(item.name for item in listed)
             except (NoSuchContainer, NoSuchVolume, NoSuchNetwork):
                 continue
-    raise BundleError(f"cannot list {what}: they kept changing while being read ({STATE_READ_ATTEMPTS} listings)",
-                      hint="run the command again", exit_code=EXIT_ENVIRONMENT)
+    raise EnvironmentProblem(f"cannot list {what}: they kept changing while being read ({STATE_READ_ATTEMPTS} listings)",
+                             hint="run the command again")

@@ -21,7 +21,9 @@ from python_on_whales import DockerClient
 from python_on_whales.client_config import ClientNotFoundError, ParsingError
 from python_on_whales.exceptions import DockerException
 
-from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, BundleError
+from bundle import log_lines
+from bundle.errors import BundleError, DockerFailed, EngineUnreachable, EnvironmentProblem, Failed, NotFound
+from bundle.run import Finished
 
 
 def _debug() -> bool:
@@ -35,9 +37,9 @@ def client(**compose_settings) -> DockerClient:
 def require_engine() -> None:
     """Raise a BundleError naming the fix when no Docker engine answers."""
     if shutil.which("docker") is None:
-        raise BundleError("the `docker` command is not installed", exit_code=EXIT_ENVIRONMENT,
-                          hint="install Docker Engine (https://docs.docker.com/engine/install/)")
-    with docker_errors("no Docker engine answers",
+        raise EngineUnreachable("the `docker` command is not installed",
+                                hint="install Docker Engine (https://docs.docker.com/engine/install/)")
+    with docker_errors("no Docker engine answers", kind=EngineUnreachable,
                        hint="start the daemon (`systemctl start docker`) or set DOCKER_HOST"):
         client().system.info()
 
@@ -46,10 +48,9 @@ def require_compose() -> None:
     with docker_errors("cannot ask docker for its compose plugin"):
         installed = client().compose.is_installed()
     if not installed:
-        raise BundleError("the Docker Compose v2 plugin (`docker compose`) is not installed",
-                          exit_code=EXIT_ENVIRONMENT,
-                          hint="install docker-compose-plugin, or run `make install` which adds it "
-                               "to ~/.docker/cli-plugins")
+        raise EngineUnreachable("the Docker Compose v2 plugin (`docker compose`) is not installed",
+                                hint="install docker-compose-plugin, or run `make install` which adds it "
+                                     "to ~/.docker/cli-plugins")
 
 
 def engine_versions() -> dict[str, str]:
@@ -67,14 +68,15 @@ def engine_versions() -> dict[str, str]:
 
 
 def first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0] if (text or "").strip() else "(no output)"
+    lines = [line for line in log_lines.lines(text or "") if line.strip()]
+    return lines[0].strip() if lines else "(no output)"
 
 
 @contextmanager
-def docker_errors(what: str, *, hint: str | None = None, exit_code: int = EXIT_ENVIRONMENT,
-                  detail: str = "first line") -> Iterator[None]:
+def docker_errors(what: str, *, hint: str | None = None, detail: str = "first line",
+                  kind: type[BundleError] = DockerFailed) -> Iterator[None]:
     """The error funnel: any exception of the Docker client (python-on-whales) inside becomes one
-    BundleError "<what>: <docker's words> (docker exit code N)" (the first line of its stderr, or with
+    error of `kind` "<what>: <docker's words> (docker exit code N)" (the first line of its stderr, or with
     detail="all" the whole stderr/stdout)."""
     try:
         yield
@@ -82,10 +84,9 @@ def docker_errors(what: str, *, hint: str | None = None, exit_code: int = EXIT_E
         words = (" " + first_line(exc.stderr) if detail == "first line"
                  else "\n" + ((exc.stderr or exc.stdout or "").strip() or "(no output)"))
         code = f" (docker exit code {exc.return_code})" if exc.return_code else ""
-        raise BundleError(f"{what}:{words}{code}", exit_code=exit_code, hint=hint) from None
+        raise kind(f"{what}:{words}{code}", hint=hint) from None
     except (ClientNotFoundError, ParsingError) as exc:  # no docker binary; an answer it cannot parse
-        raise BundleError(f"{what}: {type(exc).__name__}: {first_line(str(exc))}", exit_code=exit_code,
-                          hint=hint) from None
+        raise kind(f"{what}: {type(exc).__name__}: {first_line(str(exc))}", hint=hint) from None
 
 
 
@@ -194,9 +195,9 @@ def run_audit_container(image: str, command: list[str], *, volumes: list[tuple[P
     after `timeout` s. A non-zero exit is returned, not raised: the caller says what it means."""
     require_engine()
     if not image_exists(image):
-        raise BundleError(f"image {image} is not here", exit_code=EXIT_ENVIRONMENT,
-                          hint="build it (`bundle build`, or `bundle build --standin` without a GPU) "
-                               "or pull it (`bundle pull`), or name another with --image REF")
+        raise NotFound(f"image {image} is not here",
+                       hint="build it (`bundle build`, or `bundle build --standin` without a GPU) "
+                            "or pull it (`bundle pull`), or name another with --image REF")
     run = run_throwaway(image, command, purpose="audit", timeout=timeout, env=env, volumes=volumes,
                         networks=["none"], user=user)
     return AuditRun(None if run.killed else run.exit_code, run.output)
@@ -409,9 +410,11 @@ def _cli_build_lines(context, dockerfile, tags, build_args, labels, use_cache, *
     cmd.append(str(context))
     if _debug():
         print("+ DOCKER_BUILDKIT=%d %s" % (int(buildkit), " ".join(cmd)), flush=True)
-    for _source, chunk in stream_stdout_and_stderr(cmd, env={"DOCKER_BUILDKIT": "1" if buildkit else "0"}):
-        for line in chunk.decode(errors="replace").splitlines():
-            yield line
+    splitters: dict[str, log_lines.LineSplitter] = {}
+    for source, chunk in stream_stdout_and_stderr(cmd, env={"DOCKER_BUILDKIT": "1" if buildkit else "0"}):
+        yield from splitters.setdefault(source, log_lines.LineSplitter()).feed(chunk)
+    for splitter in splitters.values():
+        yield from splitter.flush()
 
 
 def _run_build(lines, *, tags: list[str], dockerfile: Path, on_line, progress) -> str:
@@ -431,9 +434,8 @@ def _run_build(lines, *, tags: list[str], dockerfile: Path, on_line, progress) -
     except DockerException as exc:
         meter.finish(ok=False)
         shown = "\n".join(tail[-25:]) or (exc.stderr or exc.stdout or "").strip()
-        raise BundleError(f"building {tags[0]} from {dockerfile} failed:\n{shown}",
-                          exit_code=EXIT_FAILED,
-                          hint="fix the step shown above; the layers below it are kept and reused") from None
+        raise Failed(f"building {tags[0]} from {dockerfile} failed:\n{shown}",
+                     hint="fix the step shown above; the layers below it are kept and reused") from None
     meter.finish()
     with docker_errors(f"built {tags[0]}, but cannot inspect it"):
         return client().image.inspect(tags[0]).id
@@ -450,7 +452,7 @@ def container_processes(name: str) -> list[str]:
         out = run([*client().client_config.docker_cmd, "top", name, "-eo", "comm"])
     except (DockerException, OSError):
         return []
-    return [line.strip() for line in out.splitlines()[1:] if line.strip()]
+    return [line.strip() for line in log_lines.lines(out)[1:] if line.strip()]
 
 
 def run_streamed(image: str, command: list[str], *, name: str, volumes: list[tuple[Path | str, str, str]],
@@ -465,10 +467,14 @@ def run_streamed(image: str, command: list[str], *, name: str, volumes: list[tup
     tail: list[str] = []
     try:
         with docker_errors(f"lost {name}'s output"):
-            for _source, chunk in docker.container.logs(name, follow=True, stream=True):
-                for line in chunk.decode(errors="replace").splitlines():
+            splitters: dict[str, log_lines.LineSplitter] = {}
+            for source, chunk in docker.container.logs(name, follow=True, stream=True):
+                for line in splitters.setdefault(source, log_lines.LineSplitter()).feed(chunk):
                     tail = (tail + [line.rstrip()])[-20:]
                     on_line(line.rstrip())
+            for line in (rest for splitter in splitters.values() for rest in splitter.flush()):
+                tail = (tail + [line.rstrip()])[-20:]
+                on_line(line.rstrip())
             code = docker.container.wait(name)
     finally:
         _remove_quietly(docker, name)
@@ -476,20 +482,20 @@ def run_streamed(image: str, command: list[str], *, name: str, volumes: list[tup
 
 
 def exec_with_input(container: str, argv: list[str], *, stdin: str | None, workdir: str | None,
-                    timeout: float) -> tuple[int, str, str]:
-    """`docker exec -i [-w WORKDIR] CONTAINER ARGV` with `stdin` fed to it: (exit code, stdout,
-    stderr). python-on-whales' execute cannot feed stdin (sbatch reads its script from there), so this
-    runs the client's own docker command with a time limit; a missing docker or a hang is a BundleError."""
-    import subprocess
+                    timeout: float) -> Finished:
+    """`docker exec -i [-w WORKDIR] CONTAINER ARGV` with `stdin` fed to it, whatever its exit status.
+    python-on-whales' execute cannot feed stdin (sbatch reads its script from there), so this runs the
+    client's own docker command through the funnel for outside commands (bundle/run.py), with a time
+    limit; a missing docker is EngineUnreachable, a hang an EnvironmentProblem."""
+    from bundle.errors import CommandMissing, CommandTimedOut
+    from bundle.run import run
 
     cmd = [*client().client_config.docker_cmd, "exec", "-i", *(["-w", workdir] if workdir else []), container,
            *argv]
     try:
-        done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise BundleError("docker: not found", exit_code=EXIT_ENVIRONMENT,
-                          hint="install the Docker CLI (docker.com/engine/install)") from None
-    except subprocess.TimeoutExpired:
-        raise BundleError(f"{' '.join(argv)} in {container} gave no answer within {timeout:.0f} s",
-                          exit_code=EXIT_ENVIRONMENT) from None
-    return done.returncode, done.stdout, done.stderr
+        return run(cmd, input=stdin, timeout=timeout, check=False)
+    except CommandMissing:
+        raise EngineUnreachable("docker: not found",
+                                hint="install the Docker CLI (docker.com/engine/install)") from None
+    except CommandTimedOut as exc:
+        raise EnvironmentProblem(f"{' '.join(argv)} in {container} gave no answer within {timeout:.0f} s") from exc

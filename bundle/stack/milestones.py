@@ -10,7 +10,10 @@ SERVER_MILESTONES = [
     ("weights loaded", re.compile(r"Load weight end")),
     ("capturing CUDA graphs", re.compile(r"Capture (cuda|CUDA) graph begin")),
     ("CUDA graphs captured", re.compile(r"Capture (cuda|CUDA) graph end")),
-    ("warming up", re.compile(r"(Start of|Begin) (prefill )?warm ?up|warmup", re.IGNORECASE)),
+    # SGLang 0.5.23's own warm-up lines (entrypoints/http_server.py, warmup.py). Not a bare "warmup": the
+    # server-arguments dump printed at start holds `skip_server_warmup=False`, and matching it put every
+    # start at "warming up" before its weights loaded (seen on the engine rehearsal).
+    ("warming up", re.compile(r"(Start of|Begin) (pd disaggregation |prefill )?warm ?up|Running warmup")),
     ("serving", re.compile(r"The server is fired up and ready to roll")),
 ]
 # smg 1.13.0 logs "Starting router on ..." and then "Router ready | workers: []" and "Starting server

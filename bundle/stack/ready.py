@@ -17,7 +17,8 @@ from typing import Callable
 
 import requests
 
-from bundle.errors import EXIT_FAILED, EXIT_TIMEOUT, BundleError
+from bundle.errors import NotReady, TimedOut
+from bundle.log_lines import Stamp
 from bundle.stack import milestones
 from bundle.stack.frontdoor import FrontDoor
 from bundle.topology import ROUTER, TOOL_SERVICE, Topology
@@ -50,11 +51,16 @@ class Readiness:
     events: list[str] = field(default_factory=list)
 
 
-class NotReady(BundleError):
-    def __init__(self, message: str, *, services: list[ServiceView], exit_code: int = EXIT_FAILED,
-                 hint: str | None = None):
-        super().__init__(message, exit_code=exit_code, hint=hint)
+class StackNotReady(NotReady):
+    """The compose project did not become ready: what each of its services showed last."""
+
+    def __init__(self, message: str, *, services: list[ServiceView], hint: str | None = None):
+        super().__init__(message, hint=hint)
         self.services = services
+
+
+class StackNotReadyInTime(TimedOut, StackNotReady):
+    """Nothing failed, but readiness did not come within the launch timeout (a timeout's exit code)."""
 
 
 @dataclass
@@ -70,18 +76,21 @@ class LogProgress:
 
     def __init__(self, stack):
         self.stack = stack
-        self._since: dict[str, str] = {}  # container -> timestamp of the last line read
+        self._since: dict[str, Stamp] = {}  # container -> stamp of the last complete line read
         self.progress: dict[str, _Progress] = {}
 
     def update(self, container: str, service: str) -> None:
         table = milestones.ROUTER_MILESTONES if service == ROUTER else milestones.SERVER_MILESTONES
         state = self.progress.setdefault(service, _Progress())
         last = self._since.get(container)
-        for stamp, line in self.stack.container_log_lines(container, since=last):
-            self._since[container] = stamp
-            state.milestone = max(state.milestone, milestones.reached(line, table))
-            if milestones.is_fatal(line):
-                state.fatal = milestones.clean(line)
+        for line in self.stack.container_log_lines(container, since=last):
+            # A line without a stamp, or one still without its newline (a bar mid-way), is read but
+            # never moves `since`: the next poll reads the rest of it.
+            if line.stamp is not None and line.complete:
+                self._since[container] = line.stamp
+            state.milestone = max(state.milestone, milestones.reached(line.text, table))
+            if milestones.is_fatal(line.text):
+                state.fatal = milestones.clean(line.text)
 
     def milestone(self, service: str) -> str | None:
         table = milestones.ROUTER_MILESTONES if service == ROUTER else milestones.SERVER_MILESTONES
@@ -235,10 +244,10 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
         if kv is not None and cause.service in server_names and cause.exit_code not in (None, 0):
             # A server that exited or crashed is the cause: the transfers decode counted as failed
             # went to (or came from) it, so they are its consequence, said after it.
-            return NotReady(f"{text}; before it, {kv[0]}", services=views)
+            return StackNotReady(f"{text}; before it, {kv[0]}", services=views)
         if kv is not None:  # generations failed while every server ran: what decode counts says why
-            return NotReady(f"{kv[0]}; then {text}", services=views, hint=kv[1])
-        return NotReady(text, services=views)
+            return StackNotReady(f"{kv[0]}; then {text}", services=views, hint=kv[1])
+        return StackNotReady(text, services=views)
 
     while True:
         if starting is not None:
@@ -274,7 +283,7 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
             first_seen.setdefault(view.service, view.restarts)
         missing = expected_services - {v.service for v in views}
         if missing and (starting is None or starting.done()):
-            raise NotReady(f"containers never appeared: {', '.join(sorted(missing))}", services=views)
+            raise StackNotReady(f"containers never appeared: {', '.join(sorted(missing))}", services=views)
         up_done = starting is None or starting.done()
         for view in views:
             if view.restarts - first_seen.get(view.service, view.restarts) >= CRASH_LOOP_RESTARTS:
@@ -322,7 +331,7 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
                     if server_errors is not None and response is not None and response.status_code >= 500:
                         stop = server_errors.server_error(response.status_code, front.redact(response.text))
                         if stop is not None:
-                            raise NotReady(stop[0], services=views, hint=stop[1])
+                            raise StackNotReady(stop[0], services=views, hint=stop[1])
                 else:
                     event(f"first generation through the front door: {text.strip()[:60]!r}")
                     generated = text
@@ -337,8 +346,7 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
                     event(f"waiting on the healthcheck of {', '.join(pending)}")
         if time.monotonic() >= deadline:
             where = "; ".join(f"{v.service}: {v.describe()}" for v in views)
-            raise NotReady(f"not ready after {timeout:.0f} s ({where})", services=views,
-                           exit_code=EXIT_TIMEOUT,
-                           hint="raise lifecycle.launch_timeout (or --timeout) if weights load slowly; "
-                                "the saved logs show where each server stopped")
+            raise StackNotReadyInTime(f"not ready after {timeout:.0f} s ({where})", services=views,
+                                      hint="raise lifecycle.launch_timeout (or --timeout) if weights load "
+                                           "slowly; the saved logs show where each server stopped")
         time.sleep(POLL_SECONDS)

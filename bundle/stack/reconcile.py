@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundle.errors import BundleError
+from bundle.stack.engine import first_line
 
 KEEP, START, CREATE, RECREATE = "keep", "start", "create", "recreate"
 
@@ -114,14 +115,14 @@ def roll_back(stack, snapshot: Snapshot, steps: list[Step], running_before: set[
         try:
             stack.up([service], dependencies=False)
         except BundleError as exc:
-            failures.append(f"{service}: {exc.message.splitlines()[0]}")
+            failures.append(f"{service}: {first_line(exc.message)}")
     try:
         running = {st.service for st in stack.states() if st.state == "running"}
         for service in sorted(running_before - running):
             stack.up([service], dependencies=False)
         running = {st.service for st in stack.states() if st.state == "running"}
     except BundleError as exc:
-        failures.append(exc.message.splitlines()[0])
+        failures.append(first_line(exc.message))
         running = set()
     what = f"{', '.join(redo)} back on the previous configuration" if redo else "the previous files restored"
     away = sorted(running_before - running)

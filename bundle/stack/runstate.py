@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from bundle import paths
-from bundle.errors import EXIT_CONFIG, BundleError
+from bundle.errors import InputError
 
 RECORD_NAME = "launch.json"
 
@@ -21,13 +21,13 @@ class LaunchRecord:
     topology: str
     compose_files: list[str]
     env_file: str
-    rehearsal: str | None  # the rehearsal mode's name (service/rehearsal.py), None on GPUs; True: an older driver's sim
+    rehearsal: str | None  # the rehearsal mode's name (rehearsal/registry.py), None on GPUs; True: an older driver's sim
     config: str  # the config file used, or "<embedded defaults>"
     started_at: float
     run_dir: str  # this launch's own folder (logs, attestation)
     profiles: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # what render gave compose (no secrets)
-    target: str = "compose"  # its render target (service/targets.py), whose stack() reads this record
+    target: str = "compose"  # its render target (targets/registry.py), whose stack() reads this record
     # The volumes this project's launch created (none existed under that name before): all `down`
     # answers for. A volume compose keeps by design, or that another target made, is left alone.
     created_volumes: list[str] = field(default_factory=list)
@@ -55,7 +55,7 @@ def new_run_dir(project: str, verb: str) -> Path:
             return path
         except FileExistsError:
             continue
-    raise BundleError(f"{project_dir(project)}: cannot make a run folder for {verb}", exit_code=EXIT_CONFIG)
+    raise InputError(f"{project_dir(project)}: cannot make a run folder for {verb}")
 
 
 def save(record: LaunchRecord) -> Path:
@@ -68,9 +68,8 @@ def save(record: LaunchRecord) -> Path:
 def load(project: str) -> LaunchRecord:
     path = project_dir(project) / RECORD_NAME
     if not path.is_file():
-        raise BundleError(f"{path}: no launch recorded for project {project!r}",
-                          hint="launch it first (`bundle launch ...`), or check BUNDLE_RUNS_DIR",
-                          exit_code=EXIT_CONFIG)
+        raise InputError(f"{path}: no launch recorded for project {project!r}",
+                         hint="launch it first (`bundle launch ...`), or check BUNDLE_RUNS_DIR")
     return _read(path)
 
 
@@ -80,8 +79,8 @@ def _read(path: Path) -> LaunchRecord:
         known = {f.name for f in fields(LaunchRecord)}
         return LaunchRecord(**{k: v for k, v in data.items() if k in known})
     except (ValueError, TypeError) as exc:
-        raise BundleError(f"{path}: unreadable launch record ({exc})",
-                          hint="remove it and launch again", exit_code=EXIT_CONFIG) from None
+        raise InputError(f"{path}: unreadable launch record ({exc})",
+                         hint="remove it and launch again") from None
 
 
 def all_records() -> list[LaunchRecord]:
@@ -90,6 +89,6 @@ def all_records() -> list[LaunchRecord]:
     for path in sorted(paths.runs_dir().glob(f"*/{RECORD_NAME}")):
         try:
             out.append(_read(path))
-        except BundleError:
+        except InputError:
             continue  # a damaged record of some other project is not this command's business
     return out

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import requests
 
+from bundle import log_lines
 from bundle.errors import BundleError
 
 # Printed by curl after the body (-w), so the status code is read even when the body is an error.
@@ -148,7 +149,7 @@ class ComposeWorkers:
     def environ(self, role: str, names: list[str]) -> Environ | None:
         try:
             out = self.stack.exec(self.services[role], ["python3", "-c", _ENVIRON_SCRIPT, *names])
-            data = json.loads(out.strip().splitlines()[-1])
+            data = json.loads(log_lines.lines(out.strip())[-1])
         except (BundleError, ValueError, IndexError):
             return None
         return Environ(f"{data['source']} of service {self.services[role]} (compose exec)", data["values"])
@@ -164,7 +165,7 @@ class ComposeWorkers:
 
 
 def _last_line(text: str) -> str:
-    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    lines = [line for line in log_lines.lines(text or "") if line.strip()]
     return lines[-1] if lines else "(no output)"
 
 

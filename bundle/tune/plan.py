@@ -22,7 +22,8 @@ from bundle.stack import runstate
 from bundle.tune import results
 from bundle.tune.space import GRAPH_FLAG, Candidate, Space, candidates as space_candidates
 from bundle.verify import runstore
-from bundle.service.rehearsal import Mode, name_of
+from bundle.api import Mode
+from bundle.rehearsal.registry import name_of
 
 # How disruptive a change is, least first: what a restart with it costs beyond the restart itself.
 # Collectives only change NCCL's environment; a graph cap only re-captures graphs; speculative

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from bundle.errors import EXIT_TIMEOUT, BundleError
+from bundle.errors import BundleError, Failed, InputError, TimedOut
 from bundle.service.bench import run_bench
 from bundle.service.launch import LaunchRequest, launch
 from bundle.service.smoke import run_smoke
@@ -19,9 +19,9 @@ from bundle.stack import docker, runstate
 from bundle.tune import results
 from bundle.tune.plan import Plan, Planned
 from bundle.verify import bench
-from bundle.verify.console import Reporter
-from bundle.service.targets import stack_of
-from bundle.service.rehearsal import Mode
+from bundle.reporter import Reporter
+from bundle.targets.registry import stack_of
+from bundle.api import Mode
 
 REASON_CHARS = 600  # of an error's message, in the results line and the table
 KEPT_METRICS = ("completed", "output_throughput", "total_throughput", "mean_ttft_ms", "median_ttft_ms",
@@ -54,14 +54,14 @@ class Sweep:
 
 
 def _smoke(dep, topology, record) -> dict:
-    smoked = run_smoke(dep, topology, record)
+    smoked = run_smoke(dep, topology, record, stack_of(record))
     path = smoked.write(record.project, tune=True)
     return {"ok": smoked.result.ok, "reason": smoked.reasons, "report": str(path)}
 
 
 def _bench(dep, topology, record, label: str, reporter: Reporter) -> dict:
     plan = bench.plan(dep, topology, record.env, label=label)
-    result, run_dir = run_bench(dep, topology, record, plan,
+    result, run_dir = run_bench(dep, topology, record, stack_of(record), plan,
                                 on_level=lambda lv: reporter.print(f"  bench C={lv.concurrency}: {lv.num_prompts} "
                                                                    f"prompts, limit {lv.timeout_s:.0f} s"))
     levels = [{"concurrency": lv["concurrency"], "status": lv["status"], "reason": lv.get("reason"),
@@ -97,7 +97,7 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, reporter: Reporter) -
             line["seconds"]["launch"] = round(time.monotonic() - t0, 1)
             try:
                 line["launch_run_dir"] = runstate.load(plan.project).run_dir
-            except BundleError:
+            except InputError:
                 pass
         record = runstate.load(plan.project)
         phase = "smoke"
@@ -106,14 +106,14 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, reporter: Reporter) -
         line["seconds"]["smoke"] = round(time.monotonic() - t, 1)
         line["smoke_report"] = smoked["report"]
         if not smoked["ok"]:
-            raise BundleError(f"smoke failed: {smoked['reason']}")
+            raise Failed(f"smoke failed: {smoked['reason']}")
         phase = "bench"
         t = time.monotonic()
         benched = _bench(dep, topology, record, f"tune {cand.name}", reporter)
         line["seconds"]["bench"] = round(time.monotonic() - t, 1)
         line.update(levels=benched["levels"], bench_run_id=benched["run_id"])
         if not benched["ok"]:
-            raise BundleError(f"bench: {benched['reason']}", exit_code=EXIT_TIMEOUT if benched["timeout"] else 1)
+            raise (TimedOut if benched["timeout"] else Failed)(f"bench: {benched['reason']}")
         line.update(status="ok", phase="done")
     except KeyboardInterrupt:
         reporter.print(f"interrupted during {cand.name}'s {phase}: taking its stack down (volumes kept); "
@@ -121,7 +121,7 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, reporter: Reporter) -
         _down(plan.project, timeout=10)
         raise
     except BundleError as exc:
-        line.update(status="timeout" if exc.exit_code == EXIT_TIMEOUT else "failed", phase=phase,
+        line.update(status="timeout" if isinstance(exc, TimedOut) else "failed", phase=phase,
                     reason=_short(exc.message))
     t = time.monotonic()
     _down(plan.project)

@@ -16,17 +16,17 @@ from types import MappingProxyType
 from bundle.config.loader import find_config, load_config
 from bundle.config.source import DEFAULTS_NAME, Source, read_yaml
 from bundle.durations import parse_duration
-from bundle.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_USAGE, BundleError
+from bundle.errors import EnvironmentProblem, Failed, UsageError
 from bundle.lock import load_lock
-from bundle.service import rehearsal
-from bundle.service.rehearsal import Mode
+from bundle.rehearsal import registry as rehearsal
+from bundle.api import Mode
 from bundle.stack import docker, engine, runstate
 from bundle.tune import plan as planner
 from bundle.tune import report as tune_report
 from bundle.tune import results, runner
 from bundle.tune.space import Objective, Space, load_space, objective_of
 from bundle.verify import runstore
-from bundle.verify.console import Reporter, plain
+from bundle.reporter import Reporter, plain
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,9 @@ def require_tunable(mode: Mode | None) -> None:
     """A rehearsal mode whose speed ranks nothing (the CPU engine's) is refused: a usage error."""
     if mode is not None and not mode.tunable:
         tunable = [m.name for m in rehearsal.MODES.values() if m.tunable]
-        raise BundleError(f"bundle tune rehearses on the worker simulator only (its speed rules rank the "
-                          f"candidates); the {mode.summary}'s speed says nothing about a GPU host",
-                          exit_code=EXIT_USAGE, hint=f"use --rehearsal (or --rehearsal {' or '.join(tunable)})")
+        raise UsageError(f"bundle tune rehearses on the worker simulator only (its speed rules rank the "
+                         f"candidates); the {mode.summary}'s speed says nothing about a GPU host",
+                         hint=f"use --rehearsal (or --rehearsal {' or '.join(tunable)})")
 
 
 def plan_sweep(request: TuneRequest) -> TunePlan:
@@ -98,9 +98,9 @@ def plan_sweep(request: TuneRequest) -> TunePlan:
                              rehearsal=request.rehearsal, sim=dict(request.sim), budget_s=budget_s,
                              lock_hash=load_lock().hash)
     if objective.metric == "tpot" and 1 not in plan.base["bench"]["concurrency"]:
-        raise BundleError(f"--objective tpot ranks by the C=1 level, but the bench method's concurrency is "
-                          f"{plan.base['bench']['concurrency']}", exit_code=EXIT_USAGE,
-                          hint="add 1 to bench.concurrency (in the config or the space file's bench:)")
+        raise UsageError(f"--objective tpot ranks by the C=1 level, but the bench method's concurrency is "
+                         f"{plan.base['bench']['concurrency']}",
+                         hint="add 1 to bench.concurrency (in the config or the space file's bench:)")
     return TunePlan(request, plan, objective, budget_s, config_path, user, space)
 
 
@@ -111,15 +111,14 @@ def sweep(planned: TunePlan, reporter: Reporter) -> Tuned:
     is already up."""
     request, plan, objective = planned.request, planned.plan, planned.objective
     if not plan.to_run and not any(p.previous for p in plan.items):
-        raise BundleError("no candidate can run: every one was skipped (reasons above)", exit_code=EXIT_FAILED)
+        raise Failed("no candidate can run: every one was skipped (reasons above)")
     engine.require_engine()
     engine.require_compose()
     if docker.project_containers(plan.project):
-        raise BundleError(f"{plan.project} is up: bundle tune launches each candidate itself",
-                          hint=f"`bundle down {request.topology}` first (the JIT cache volume is kept)",
-                          exit_code=EXIT_ENVIRONMENT)
+        raise EnvironmentProblem(f"{plan.project} is up: bundle tune launches each candidate itself",
+                                 hint=f"`bundle down {request.topology}` first (the JIT cache volume is kept)")
     if request.rehearsal is not None:
-        request.rehearsal.ensure_artifacts(report=plain(reporter))
+        rehearsal.ensure_artifacts(request.rehearsal, report=plain(reporter))
     started = time.monotonic()
     sweep_dir = runstate.new_run_dir(plan.project, "tune")
     interrupted = None

@@ -18,7 +18,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from bundle.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EnvironmentProblem, InputError
 from bundle.lock import load_lock
 from bundle.upgrade import closure
 
@@ -53,8 +53,8 @@ def _fetch_project(name: str) -> dict:
         with urllib.request.urlopen(request, timeout=60) as response:
             data = json.loads(response.read())
     except OSError as exc:
-        raise BundleError(f"PyPI's simple API did not answer for {name}: {exc}", exit_code=EXIT_ENVIRONMENT,
-                          hint="run where PyPI is reachable, or pass --index FILE (a saved snapshot)") from None
+        raise EnvironmentProblem(f"PyPI's simple API did not answer for {name}: {exc}",
+                                 hint="run where PyPI is reachable, or pass --index FILE (a saved snapshot)") from None
     # Only what --check reads: the versions and, per file, its version and whether it is yanked.
     files = set()
     for f in data.get("files", []):
@@ -98,11 +98,11 @@ def load_index(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise BundleError(f"{path}: not a readable index snapshot ({exc})", exit_code=EXIT_CONFIG,
-                          hint="write one with `bundle upgrade --check --save-index FILE`") from None
+        raise InputError(f"{path}: not a readable index snapshot ({exc})",
+                         hint="write one with `bundle upgrade --check --save-index FILE`") from None
     if not isinstance(data.get("projects"), dict):
-        raise BundleError(f"{path}: projects: missing (not an index snapshot)", exit_code=EXIT_CONFIG,
-                          hint="write one with `bundle upgrade --check --save-index FILE`")
+        raise InputError(f"{path}: projects: missing (not an index snapshot)",
+                         hint="write one with `bundle upgrade --check --save-index FILE`")
     return data
 
 

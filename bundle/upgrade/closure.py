@@ -8,7 +8,6 @@ platform with `packaging`, extras left out (the image installs no extra).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import zipfile
 from email.parser import Parser
@@ -17,7 +16,8 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EnvironmentProblem
+from bundle.run import run
 
 # The image's platform: CPython 3.12 on x86_64 Linux (docs/images.md).
 WHEEL_PLATFORM = "manylinux_2_34_x86_64"
@@ -74,15 +74,14 @@ def download_wheel(package: str, version: str, python_version: str | None, into:
     if python_version:
         cmd += ["--python-version", python_version, "--platform", WHEEL_PLATFORM, "--platform",
                 "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64", "--platform", "any"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = run(cmd, timeout=1800, check=False)  # one wheel (torch is ~900 MB); half an hour means a hung index
     found = sorted(p for p in into.glob("*.whl") if p.name.split("-")[1] == version
                    and canonicalize_name(p.name.split("-")[0]) == canonicalize_name(dist))
     if proc.returncode != 0 or not found:
-        raise BundleError(f"{package}=={version}: no wheel for "
-                          f"{f'CPython {python_version} on {WHEEL_PLATFORM}' if python_version else 'this Python'} "
-                          f"could be downloaded: {(proc.stderr or proc.stdout).strip()[-400:]}",
-                          exit_code=EXIT_ENVIRONMENT,
-                          hint=f"check the version exists (`pip index versions {package}`) and PyPI is reachable")
+        raise EnvironmentProblem(f"{package}=={version}: no wheel for "
+                                 f"{f'CPython {python_version} on {WHEEL_PLATFORM}' if python_version else 'this Python'} "
+                                 f"could be downloaded: {(proc.stderr or proc.stdout).strip()[-400:]}",
+                                 hint=f"check the version exists (`pip index versions {package}`) and PyPI is reachable")
     return found[0]
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bundle import paths
-from bundle.streamed import stream
-from bundle.errors import EXIT_FAILED, BundleError
+from bundle.run import stream
+from bundle.errors import Failed
 from bundle.images import audit_record
 from bundle.lock import Lock
 from bundle.images.requirements import LAYERS, parse_pins
@@ -91,16 +91,16 @@ def build_and_audit(lock: Lock, *, config: str | None, config_name: str, fresh: 
     progress(f"    bundle build --standin (lock {lock.hash}, in {root}) ...")
     rc = _stream([sys.executable, "-m", "bundle", "build", "--standin"], env, progress, "    | ")
     if rc != 0:
-        raise BundleError(f"the stand-in build of {lock.path} failed (exit {rc})", exit_code=EXIT_FAILED,
-                          hint=f"see the build output above; the layers built so far are kept (BUNDLE_HOME={root})")
+        raise Failed(f"the stand-in build of {lock.path} failed (exit {rc})",
+                     hint=f"see the build output above; the layers built so far are kept (BUNDLE_HOME={root})")
     progress(f"    built in {time.monotonic() - started:.0f} s; bundle audit --standin ...")
     cmd = [sys.executable, "-m", "bundle", "audit", "--standin", *AUDIT_ONLY] + (["-c", config] if config else [])
     _stream(cmd, env, progress, "    | ")  # exit 1 is an audit with FAILs: still the facts we compare
     found = cached_audit(lock, config_name)
     if found is None:
-        raise BundleError(f"the audit of {standin_image(lock)} saved no report under "
-                          f"{audit_record.folder(lock.hash)}", exit_code=EXIT_FAILED,
-                          hint="run `bundle audit --standin --debug` with BUNDLE_HOME set to the lock's folder")
+        raise Failed(f"the audit of {standin_image(lock)} saved no report under "
+                     f"{audit_record.folder(lock.hash)}",
+                     hint="run `bundle audit --standin --debug` with BUNDLE_HOME set to the lock's folder")
     progress(f"    audited; {time.monotonic() - started:.0f} s for this side")
     return found
 
@@ -111,11 +111,11 @@ def saved_audit(path: Path, lock: Lock) -> dict:
     try:
         report = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
-        raise BundleError(f"{path}: not a readable audit report ({exc})", exit_code=EXIT_FAILED,
-                          hint="pass a `bundle audit --json` output or a runs/audit/lock-<hash>/*.json") from None
+        raise Failed(f"{path}: not a readable audit report ({exc})",
+                     hint="pass a `bundle audit --json` output or a runs/audit/lock-<hash>/*.json") from None
     if report.get("lock_hash") != lock.hash:
-        raise BundleError(f"{path}: lock_hash is {report.get('lock_hash')}, the lock {lock.path} hashes {lock.hash}",
-                          exit_code=EXIT_FAILED, hint="audit an image of that lock, or pass the audit of this one")
+        raise Failed(f"{path}: lock_hash is {report.get('lock_hash')}, the lock {lock.path} hashes {lock.hash}",
+                     hint="audit an image of that lock, or pass the audit of this one")
     return report
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EnvironmentProblem
+from bundle.run import run
 
 # parser name (bundle.rules.argspec.SPECS) -> the distribution that owns it
 PARSERS = {"sglang-server": "sglang", "smg": "smg"}
@@ -56,12 +56,12 @@ def site_folder(wheels: list[Path]) -> Path:
     if (site / ".complete").is_file():
         return site
     site.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--upgrade",
-                           "--target", str(site), *map(str, wheels)], capture_output=True, text=True, check=False)
+    proc = run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--upgrade",
+                "--target", str(site), *map(str, wheels)], timeout=900, check=False)  # unpacking local wheels
     if proc.returncode != 0:
-        raise BundleError(f"could not unpack {', '.join(w.name for w in wheels)} into {site}: "
-                          f"{proc.stderr.strip()[-400:]}", exit_code=EXIT_ENVIRONMENT,
-                          hint="check the disk space of the temporary folder; run again")
+        raise EnvironmentProblem(f"could not unpack {', '.join(w.name for w in wheels)} into {site}: "
+                                 f"{proc.stderr.strip()[-400:]}",
+                                 hint="check the disk space of the temporary folder; run again")
     (site / ".complete").write_text("")
     return site
 
@@ -76,13 +76,13 @@ def snapshot(wheels: list[Path], project_root: Path) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(project_root)]),
                "PYTHONDONTWRITEBYTECODE": "1"}
-        proc = subprocess.run([sys.executable, "-m", "bundle.upgrade.parser_snapshot", out.name], env=env,
-                              capture_output=True, text=True, check=False, timeout=900)
+        proc = run([sys.executable, "-m", "bundle.upgrade.parser_snapshot", out.name], env=env, timeout=900,
+                   check=False)
         if proc.returncode != 0:
-            raise BundleError(f"the parsers of {', '.join(w.name for w in wheels)} could not be read: "
-                              f"{(proc.stderr or proc.stdout).strip()[-600:]}", exit_code=EXIT_ENVIRONMENT,
-                              hint="the driver's environment needs the parser's light dependencies "
-                                   "(requirements/dev.txt)")
+            raise EnvironmentProblem(f"the parsers of {', '.join(w.name for w in wheels)} could not be read: "
+                                     f"{(proc.stderr or proc.stdout).strip()[-600:]}",
+                                     hint="the driver's environment needs the parser's light dependencies "
+                                          "(requirements/dev.txt)")
         kept.write_text(Path(out.name).read_text())
         return json.loads(kept.read_text())
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from bundle.errors import EXIT_CONFIG, BundleError
+from bundle.errors import InputError
 from bundle.lock import Lock, load_lock
 from bundle.images.requirements import compile_locks
 
@@ -51,8 +51,8 @@ def edit_pins(text: str, table: str, changes: dict[str, str]) -> str:
             done.add(key)
     missing = sorted(set(changes) - done)
     if missing:
-        raise BundleError(f"docker/lock.toml: [{table}] has no {', '.join(missing)}", exit_code=EXIT_CONFIG,
-                          hint=f"name a pin the lock holds: {', '.join(sorted(table_pins(text, table)))}")
+        raise InputError(f"docker/lock.toml: [{table}] has no {', '.join(missing)}",
+                         hint=f"name a pin the lock holds: {', '.join(sorted(table_pins(text, table)))}")
     return "".join(lines)
 
 

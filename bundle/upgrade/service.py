@@ -16,7 +16,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from bundle import paths
-from bundle.errors import EXIT_CONFIG, BundleError
+from bundle.errors import InputError
 from bundle.lock import Lock, load_lock
 from bundle.upgrade import closure, gather, scratch
 from bundle.upgrade.gather import Progress
@@ -53,8 +53,8 @@ def new_pins(old: Lock, package: str, version: str) -> tuple[dict[str, str], set
     python = old.data["base"]["python"]
     key = next((k for k in table if canonicalize_name(k) == canonicalize_name(package)), None)
     if key is None:
-        raise BundleError(f"{old.path}: [python] pins no {package}", exit_code=EXIT_CONFIG,
-                          hint=f"name one of: {', '.join(sorted(table))}")
+        raise InputError(f"{old.path}: [python] pins no {package}",
+                         hint=f"name one of: {', '.join(sorted(table))}")
     old_release = closure.release_pins(RELEASE, table[RELEASE], python, wheel_dir())
     if canonicalize_name(package) == RELEASE:
         new_release = closure.release_pins(RELEASE, version, python, wheel_dir())
@@ -67,11 +67,10 @@ def refuse_if_pinned(package: str, version: str, sglang: str, sglang_pins: dict[
     """A BundleError when the pinned SGLang requires another exact version of `package`."""
     pinned_by = sglang_pins.get(canonicalize_name(package))
     if pinned_by is not None and pinned_by != version:
-        raise BundleError(f"{package} {version}: sglang {sglang} requires {package}=={pinned_by} exactly; "
-                          f"{package} moves only with an SGLang that requires {version}",
-                          exit_code=EXIT_CONFIG,
-                          hint="`bundle upgrade --check` names the SGLang releases that require it; then "
-                               "`bundle upgrade sglang==THAT`")
+        raise InputError(f"{package} {version}: sglang {sglang} requires {package}=={pinned_by} exactly; "
+                         f"{package} moves only with an SGLang that requires {version}",
+                         hint="`bundle upgrade --check` names the SGLang releases that require it; then "
+                              "`bundle upgrade sglang==THAT`")
 
 
 def run(req: Request, progress: Progress = print) -> dict:

@@ -1,1 +1,1 @@
-"""Stage 5: what a running topology proves: attestation, smoke, bench and their reports."""
+"""Floor 14: what a running topology proves: attestation, smoke, bench and their reports."""

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bundle import topology as registry
 from bundle.config import levers
-from bundle.errors import BundleError
+from bundle.errors import InputError, NotFound
 from bundle.findings import Finding, Level, failed
 from bundle.topology import DECODE, PREFILL
 from bundle.stack import docker
@@ -161,7 +161,7 @@ def expectations(dep, topology, collectives: levers.Collectives | None = None,
         from bundle.lock import load_lock
 
         version = load_lock().pins.get("sglang")
-    except BundleError:  # a broken lock is `bundle validate`'s to report, not attestation's
+    except (InputError, NotFound):  # a broken or missing lock is `bundle validate`'s to report, not attestation's
         version = None
     out = {}
     for role in dep.roles(entry):

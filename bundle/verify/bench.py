@@ -19,9 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundle import log_lines
 from bundle.verify import bench_serving
 from bundle.stack import engine
 from bundle.verify import comparable, runstore
+from bundle.verify.limits import Limits, score_level
 from bundle.stack import runstate
 from bundle.verify.bench_serving import Level
 from bundle.config.model import Deployment
@@ -52,6 +54,7 @@ class BenchPlan:
     dataset_source: str
     label: str | None
     config: dict = field(default_factory=dict)
+    model: str | None = None  # the served name, sent in each request's body where a router routes by it
 
 
 def plan(dep: Deployment, topology: Topology, env: dict[str, str], *, concurrency: list[int] | None = None,
@@ -80,9 +83,11 @@ def plan(dep: Deployment, topology: Topology, env: dict[str, str], *, concurrenc
             dataset, source = None, "ShareGPT from Hugging Face (bench_serving's default download)"
     config = {"input_len": in_len, "output_len": out_len, "concurrency": conc,
               "prompts_per_concurrency": per, "level_timeout": timeout_text, "range_ratio": ratio,
-              "dataset": dataset or "sharegpt (downloaded)", "base_url": base_url, "backend": "sglang"}
+              "dataset": dataset or "sharegpt (downloaded)", "base_url": base_url, "backend": "sglang",
+              "seed": bench_serving.SEED}
     return BenchPlan(topology=topology.name, levels=levels, base_url=base_url, tokenizer=TOKENIZER,
-                     dataset_path=dataset, dataset_source=source, label=label, config=config)
+                     dataset_path=dataset, dataset_source=source, label=label, config=config,
+                     model=env.get("SERVED_MODEL_NAME") if topology.has_router else None)
 
 
 def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
@@ -172,7 +177,8 @@ def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: 
     stack is no longer there, or None."""
     out_name = f"c{level.concurrency}.jsonl"
     args = bench_serving.arguments(level, base_url=plan_.base_url, tokenizer=plan_.tokenizer,
-                                   output_file=f"{OUT_MOUNT}/{out_name}", dataset_path=plan_.dataset_path)
+                                   output_file=f"{OUT_MOUNT}/{out_name}", dataset_path=plan_.dataset_path,
+                                   model=plan_.model)
     progress_name = f"c{level.concurrency}.progress.jsonl"
     volumes = [(str(run_dir), OUT_MOUNT, "rw"), (str(LAUNCHER), LAUNCHER_MOUNT, "ro")]
     key_arg = "/dev/null"
@@ -203,7 +209,7 @@ def run_level(stack, level: Level, plan_: BenchPlan, *, run_dir: Path, project: 
         _strip_server_info(out_file, lines)
     else:  # no result (cut short, crashed, or nothing succeeded): what the launcher saw is the count
         entry.update(tally)
-    tail = "\n".join(output.splitlines()[-TAIL_LINES:])
+    tail = "\n".join(log_lines.lines(output)[-TAIL_LINES:])
     short = bench_serving.dataset_short(output)
     gone = stack_gone()
     if short:
@@ -261,8 +267,10 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
         api_key_file: str | None, redact: Callable[[str], str],
         on_level: Callable[[Level], None] | None = None, on_line: Callable[[str], None] | None = None,
         run_dir: Path | None = None, stack_gone: Callable[[], str | None] = lambda: None,
-        on_progress: Callable[[LevelProgress], None] | None = None) -> tuple[dict, Path]:
-    """Every level in order; returns the run's record (also appended to the history) and its folder."""
+        on_progress: Callable[[LevelProgress], None] | None = None,
+        limits: Limits | None = None) -> tuple[dict, Path]:
+    """Every level in order; returns the run's record (also appended to the history) and its folder.
+    With `limits` each measured level is scored against the cost model (limits.py: its `limit` entry)."""
     run_dir = run_dir or runstate.new_run_dir(project, "bench")
     stamp = run_dir.name.split("-bench")[0].replace("-", "")
     history_path = runstate.project_dir(project) / runstore.BENCH_HISTORY
@@ -273,6 +281,8 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
         **provenance(env, rehearsal=rehearsal),
         "config": plan_.config | {"dataset_source": plan_.dataset_source}, "levels": [], "ok": False,
     }
+    if limits is not None:
+        record["limits"] = limits.describe()
     stop_reason = None
     for level in plan_.levels:
         if not stop_reason and record["levels"] and (gone := stack_gone()):
@@ -289,6 +299,8 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
         entry = run_level(stack, level, plan_, run_dir=run_dir, project=project, stamp=stamp,
                           api_key_file=api_key_file, redact=redact, on_line=on_line, stack_gone=stack_gone,
                           on_progress=on_progress)
+        if limits is not None:
+            entry["limit"] = score_level(limits, entry, record["config"])
         record["levels"].append(entry)
         if entry["status"] == "timeout":
             # Higher levels take longer still: they would only burn their own limits too.

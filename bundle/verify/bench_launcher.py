@@ -85,7 +85,7 @@ def _observed(request_func, path: str):
         error = (getattr(output, "error", "") or "").strip()
         # t (when it ended), latency, ttft and output_len: a soak's drift from its first minute to
         # its last is computed from these (bench.soak_summary).
-        _record(path, {"ok": bool(getattr(output, "success", False)), "error": error.splitlines()[-1][:300]
+        _record(path, {"ok": bool(getattr(output, "success", False)), "error": error.split("\n")[-1].split("\r")[-1][:300]
                        if error else "", "t": time.time(), "latency": getattr(output, "latency", None),
                        "ttft": getattr(output, "ttft", None), "output_len": getattr(output, "output_len", None)})
         return output

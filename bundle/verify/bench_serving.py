@@ -9,7 +9,10 @@ only says how many completed. When no request succeeds bench_serving writes no l
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+
+from bundle import log_lines
 
 # The metrics a bench report keeps, as bench_serving names them.
 METRICS = (
@@ -23,6 +26,7 @@ ERROR_SAMPLES = 3  # distinct error messages kept per level
 WARMUP_REQUESTS = 1  # sent before the measured ones; the launcher's first lines are theirs
 DATASET_SHORT = "BUNDLE_DATASET_SHORT"  # bench_launcher.py's marker line
 ERROR_CHARS = 300
+SEED = 42  # bench_serving's --seed: the same prompts in every run (the records say it, likeness.py holds it)
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class Level:
 
 
 def arguments(level: Level, *, base_url: str, tokenizer: str, output_file: str,
-              dataset_path: str | None, seed: int = 42) -> list[str]:
+              dataset_path: str | None, seed: int = SEED, model: str | None = None) -> list[str]:
     """bench_serving's command line for one level: the original method, made explicit."""
     args = [
         "--backend", "sglang",  # /generate, as the original run
@@ -59,6 +63,10 @@ def arguments(level: Level, *, base_url: str, tokenizer: str, output_file: str,
     ]
     if dataset_path:
         args += ["--dataset-path", dataset_path]
+    if model:
+        # The native /generate body has no model field; a router that routes by model (smg with
+        # --enable-igw, pd) needs one: 400 missing_model otherwise. A lone SGLang server would refuse it.
+        args += ["--extra-request-body", json.dumps({"model": model})]
     return args
 
 
@@ -104,7 +112,7 @@ def tally(observed: list[dict], *, num_prompts: int) -> dict:
 
 def dataset_short(output: str) -> tuple[int, int] | None:
     """(supplied, wanted) when the launcher refused a dataset too small for the prompts asked for."""
-    for line in output.splitlines():
+    for line in log_lines.lines(output):
         if line.startswith(DATASET_SHORT):
             fields = dict(part.split("=", 1) for part in line.split()[1:] if "=" in part)
             return int(fields.get("supplied", 0)), int(fields.get("wanted", 0))

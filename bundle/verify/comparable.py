@@ -1,7 +1,9 @@
 """Which bench runs may be compared in percent: only like with like.
 
 Two runs are alike when they share the topology, the kind of run (a GPU host, or the same rehearsal
-mode: the CPU engine or the simulator), the target (compose, slurm) and the input and output lengths.
+mode: the CPU engine or the simulator), the target (compose, slurm) and the input and output lengths,
+and the method and what ran it (likeness.py: dataset, range ratio, concurrency, prompts, seed, GPUs,
+image).
 The GPU baseline (the original deployment, 256 in / 256 out, C=1) stands only beside GPU runs of
 those lengths. Anything else gets a row saying why there is no comparison, never a percentage: a
 CPU rehearsal tabled against the GPU baseline read as a regression of tens of percent."""
@@ -9,6 +11,8 @@ CPU rehearsal tabled against the GPU baseline read as a regression of tens of pe
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from bundle.verify import likeness
 
 # How the baseline was measured (the original deployment's bench_serving run).
 BASELINE_LENGTHS = (256, 256)
@@ -47,9 +51,11 @@ def unlike(record: dict, other: dict) -> str | None:
     differ = [what for what, a, b in (("topology", mine.topology, theirs.topology),
                                        ("kind", mine.kind, theirs.kind), ("target", mine.target, theirs.target),
                                        ("lengths", mine.lengths, theirs.lengths)) if a != b]
-    if not differ:
-        return None
-    return f"this run is {mine.describe()}; run {other.get('run_id') or '?'} is {theirs.describe()}"
+    if differ:
+        return f"this run is {mine.describe()}; run {other.get('run_id') or '?'} is {theirs.describe()}"
+    if method := likeness.differences(record, other):  # the method or what ran it (likeness.py)
+        return f"run {other.get('run_id') or '?'} differs: {'; '.join(method)} (then vs now)"
+    return None
 
 
 def unlike_baseline(record: dict) -> str | None:

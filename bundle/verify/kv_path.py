@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from bundle import log_lines
 from bundle.stack.workers import Workers, parse_prometheus
 from bundle.topology import DECODE, PREFILL, Topology
 
@@ -82,7 +83,7 @@ def read_counters(workers: Workers, role: str, names) -> dict[str, float]:
 
 def router_error_line(router_log: str) -> str | None:
     """smg's last "Decode server returned error status" line, trimmed to its message."""
-    lines = [line for line in router_log.splitlines() if ROUTER_ERROR_MARK in line]
+    lines = [line for line in log_lines.lines(router_log) if ROUTER_ERROR_MARK in line]
     if not lines:
         return None
     line = lines[-1]

@@ -39,6 +39,12 @@ def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
         if baseline and base_key and baseline.get(base_key) is not None and comparable.unlike_baseline(record) is None:
             ax.plot([tables.BASELINE_CONCURRENCY], [baseline[base_key]], "r*", markersize=12,
                     label=baseline.get("label") or "baseline")
+        if metric == "mean_tpot_ms":  # the bandwidth floor of TPOT (cost_model.py): no run gets below it
+            floor = [(lv["concurrency"], lv["limit"]["floor_tpot_ms"]) for lv in record.get("levels", [])
+                     if lv.get("limit")]
+            if floor:
+                cpu = " (CPU figure)" if floor and (record.get("limits") or {}).get("figure") == "cpu" else ""
+                ax.plot([c for c, _ in floor], [f for _, f in floor], "g^:", label=f"bandwidth floor{cpu}")
         ax.set_xscale("log", base=2)
         levels = sorted({lv["concurrency"] for lv in record.get("levels", [])} | {tables.BASELINE_CONCURRENCY})
         ax.set_xticks(levels, [str(c) for c in levels])

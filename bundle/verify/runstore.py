@@ -40,7 +40,7 @@ def append_jsonl(path: Path, record: dict) -> Path:
 def parse_jsonl(text: str) -> list[dict]:
     """Every JSON object line; a damaged line (an interrupted write) is skipped, not fatal."""
     records = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # "\n" only: a JSON string may hold \u2028, which splitlines() cuts at
         line = line.strip()
         if not line:
             continue

@@ -207,9 +207,26 @@ class SmokeRunner:
         ids = [m.get("id") for m in resp.json().get("data", [])]
         return self.front.model in ids, f"/v1/models lists {ids}; expected {self.front.model!r}"
 
+    def unknown_model_refused(self):
+        """A chat naming a model the stack does not serve gets OpenAI's 404 model_not_found, not a 5xx
+        that reads as an outage (smg in PD mode without --enable-igw: 503 "No prefill workers")."""
+        asked = f"not-{self.front.model}"
+        body = self.front.chat_body("ping", max_tokens=1) | {"model": asked}
+        resp = self.session.post(self.front.chat_url, json=body, timeout=self.timeout)
+        try:
+            error = resp.json().get("error") or {}
+        except ValueError:
+            error = {}
+        code = error.get("code") if isinstance(error, dict) else None
+        detail = self.front.redact(f"model {asked!r}: HTTP {resp.status_code} {code or ''}: "
+                                   f"{(error.get('message') if isinstance(error, dict) else '') or resp.text[:120]}")
+        return resp.status_code == 404 and code == "model_not_found", detail + " (expected 404 model_not_found)"
+
     def run(self) -> SmokeReport:
         self._step("health", self.health)
         self._step("model listed", self.model_listed)
+        if self.entry.has_router:  # a lone SGLang server answers any model name (0.5.23 does not check it)
+            self._step("unknown model refused", self.unknown_model_refused)
         before = self._counters() if self.workers and self.entry.disaggregated else None
         for i, check in enumerate(self.checks, 1):
             self._one_check(i, check.prompt, check.expect)

@@ -94,6 +94,9 @@ def bench_table(record: dict) -> Table:
     table.add_column("ok/fail", justify="right", overflow="fold")
     for _key, title, _ in BENCH_COLUMNS:
         table.add_column(title, justify="right", overflow="fold")
+    cpu = (record.get("limits") or {}).get("figure") == "cpu"
+    for title in LIMIT_COLUMNS:  # against the cost model (bundle/verify/cost_model.py)
+        table.add_column(title + (" (CPU)" if cpu and title == "MBU" else ""), justify="right", overflow="fold")
     for level in record["levels"]:
         m = level.get("metrics") or {}
         status = level["status"]
@@ -101,8 +104,20 @@ def bench_table(record: dict) -> Table:
         unsent = level.get("unsent") or 0
         done = f"{m.get('completed', '-')}/{level.get('failed_requests', '-')}" + (f" (+{unsent} unsent)" if unsent else "")
         table.add_row(str(level["concurrency"]), f"[{colour}]{status}[/]", done,
-                      *(_fmt(m.get(key)) for key, _, _ in BENCH_COLUMNS))
+                      *(_fmt(m.get(key)) for key, _, _ in BENCH_COLUMNS), *_limit_cells(level.get("limit")))
     return table
+
+
+LIMIT_COLUMNS = ("MBU", "MFU", "floor ms", "x floor")
+
+
+def _limit_cells(limit: dict | None) -> tuple[str, ...]:
+    """MBU and MFU in percent, the bandwidth floor of TPOT and measured/floor; "-" when not scored."""
+    if not limit:
+        return ("-",) * len(LIMIT_COLUMNS)
+    colour = {"near": "green", "short": "yellow"}.get(limit["verdict"]["band"], "red")
+    mfu = "-" if limit.get("mfu") is None else f"{limit['mfu'] * 100:.2f}%"
+    return (f"[{colour}]{limit['mbu'] * 100:.1f}%[/]", mfu, f"{limit['floor_tpot_ms']:.3f}", f"{limit['ratio']:.1f}")
 
 
 def _no_comparison(table: Table, against: str, reason: str) -> None:

@@ -42,6 +42,8 @@ PREAMBLES = ["Background for the question below. A deployment bundle pins every 
 # Every word in the simulator's vocabulary (an unknown word would come back as <unk>).
 FALLBACK = "I can only name the capital city of a country . Please tell me about one ."
 MAX_LEN = 448
+# About 4.4 MB of fp32 weights in shards of at most this size: several shards, as a real checkpoint has.
+SHARD_SIZE = "600KB"
 
 
 def chat(tokenizer, user: str) -> list[int]:
@@ -130,7 +132,13 @@ def main() -> None:
             raise SystemExit(f"train: the model answers {got!r}, not {want!r}: more --steps")
 
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(args.out_dir), safe_serialization=True)
+    # In shards with an index, as DeepSeek-V4-Flash's checkpoint is: SGLang's own multi-shard loader and
+    # its tqdm bar run in every engine rehearsal, and launch's readiness wait reads that real output.
+    model.save_pretrained(str(args.out_dir), safe_serialization=True, max_shard_size=SHARD_SIZE)
+    shards = sorted(p.name for p in args.out_dir.glob("model-*.safetensors"))
+    if len(shards) < 2 or not (args.out_dir / "model.safetensors.index.json").is_file():
+        raise SystemExit(f"train: expected an indexed multi-shard checkpoint, got {shards}")
+    print(f"train: saved in {len(shards)} shards with model.safetensors.index.json", flush=True)
     for name in ("tokenizer.json", "tokenizer_config.json", "bench-sharegpt.json"):
         shutil.copy(args.tokenizer_dir / name, args.out_dir / name)
     cfg = json.loads((args.out_dir / "config.json").read_text())

@@ -25,7 +25,7 @@ from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
 from bundle.stack import runstate
-from bundle.service.targets import stack_of
+from bundle.targets.registry import stack_of
 from tests.conftest import one_build_at_a_time
 from tests.rehearsal_stack import SERVED
 

@@ -52,7 +52,7 @@ ANSWERS: dict[str, dict[str, str]] = {}
 def engine(tmp_path_factory, rehearsal_image):
     """One project for the three topologies (runs/<project>-<topology>/), one runs folder, one config,
     and the model all three serve, trained first (the first test's bound carries MODEL_S for it)."""
-    from bundle.images.rehearsal_model import ensure_model
+    from bundle.rehearsal.engine.model import ensure_model
 
     ensure_model(rehearsal_image)
     folder = tmp_path_factory.mktemp("engine")
@@ -122,9 +122,25 @@ def _launched(engine, topology: str):
         raise
 
 
+def _loaded_in_shards_with_sglangs_bar(engine, launch_out: str) -> None:
+    """The rehearsal model is an indexed multi-shard checkpoint, as DeepSeek-V4-Flash's is: SGLang's own
+    loader printed its tqdm bar over every shard ("\\r" rewrites), and the readiness wait followed the
+    real log's milestones through it."""
+    import re
+
+    assert "loading weights" in launch_out or "weights loaded" in launch_out, launch_out[-2000:]
+    log = subprocess.run(["docker", "logs", f"{engine.project}-tp4-server-1"], capture_output=True)
+    text = (log.stdout + log.stderr).decode(errors="replace")
+    bars = [line for line in text.split("\n") if "shards" in line and "\r" in line]
+    assert bars, text[-3000:]
+    done = re.findall(r"\b(\d+)/(\d+) \[", bars[-1])
+    assert done and done[-1][0] == done[-1][1] and int(done[-1][1]) >= 2, bars[-1][-300:]
+
+
 @pytest.mark.timeout(MODEL_S + LAUNCH_S + REST_S)
 def test_tp4_on_the_real_engine_serves_and_smokes(engine, capsys):
     with _launched(engine, "tp4"):
+        _loaded_in_shards_with_sglangs_bar(engine, capsys.readouterr().out)
         report = _smoke(engine, "tp4", capsys)
         assert all(s["ok"] for s in report["steps"]), report["steps"]
         assert any(a.get("answer") and "Paris" in a["answer"] for a in report["answers"])

@@ -15,7 +15,7 @@ import pytest
 
 from bundle.stack import runstate
 from bundle.cli import main
-from bundle.service.targets import stack_of
+from bundle.targets.registry import stack_of
 from tests.conftest import REPO, write_config
 from tests.e2e.host_faults import sigkill
 from tests.sim_process import free_port

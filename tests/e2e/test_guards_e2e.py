@@ -20,7 +20,7 @@ from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
 from bundle.stack import runstate
-from bundle.service.targets import stack_of
+from bundle.targets.registry import stack_of
 from tests.conftest import write_config
 
 # Each test launches its own rehearsal (it breaks or takes down its stack): the image first.

@@ -92,6 +92,26 @@ def test_launch_is_ready_recorded_untouched_by_bad_config_and_down_keeps_volumes
     assert any(v.startswith(volume) for v in _volumes(volume)), "down without --volumes keeps the cache"
 
 
+def test_a_launch_whose_server_prints_a_long_progress_bar_during_the_wait_reaches_ready(tmp_path, project, capsys):
+    """SGLang's weight-loading bar, ~150 KB of "\\r" rewrites before its newline spread over 12 s of
+    load: Docker's log copier flushes it in stamped 16 KB pieces, and the readiness wait polls every
+    2 s inside it. On landed main 17abb57 such a poll ended launch in a traceback (a bar's first word
+    read as a timestamp); now the wait reads through it to ready."""
+    config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
+    assert main(["launch", "tp4", "--rehearsal", "sim", "-c", str(config), "--timeout", "5m",
+                 "--sim", "SIM_LOAD_SECONDS=12", "--sim", "SIM_LOAD_BAR_UPDATES=1500"]) == 0
+    captured = capsys.readouterr()
+    assert "loading weights" in captured.out and "ready in" in captured.out
+    assert "Traceback" not in captured.out + captured.err
+    # The condition held: the server's log has one line over 16 KB, in several stamped pieces.
+    raw = subprocess.run(["docker", "logs", "--timestamps", f"{project}-tp4-server-1"], capture_output=True,
+                         check=True).stderr.decode(errors="replace")
+    bar = max(raw.split("\n"), key=len)
+    assert len(bar) > 16384 and "Multi-thread loading shards" in bar
+    assert bar.count("Z ") >= 2, "Docker flushed the bar in stamped pieces"
+    assert main(["down", "tp4", "-c", str(config)]) == 0
+
+
 def test_a_launch_that_times_out_keeps_logs_and_stops_what_it_started(tmp_path, project, capsys):
     config = write_config(tmp_path, f"project: {project}\nnetwork:\n  front_port: {free_port()}\n")
     code = main(["launch", "tp4", "--rehearsal", "sim", "-c", str(config), "--timeout", "25s",

@@ -13,8 +13,8 @@ import requests
 from bundle import topology as registry
 from bundle.render import rehearsal
 from bundle.stack.docker import Stack
-from bundle.service.targets import stack_of
-from bundle.service import rehearsal as modes
+from bundle.targets.registry import stack_of
+from bundle.rehearsal import registry as modes
 from tests.e2e.conftest import sim_knobs
 from tests.rehearsal_stack import SERVED, assert_paced, bench, chat, env_for, rehearsal_stack, wait_healthy
 

@@ -19,9 +19,9 @@ import uuid
 import pytest
 
 from bundle.cli import main
-from bundle.slurm import job as jobs
+from bundle.targets.slurm import job as jobs
 from bundle.stack import docker, engine, runstate
-from bundle.service.targets import stack_of
+from bundle.targets.registry import stack_of
 from tests.conftest import write_config
 from tests.sim_process import free_port
 

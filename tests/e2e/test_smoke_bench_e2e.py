@@ -17,8 +17,8 @@ from bundle.render import rehearsal
 from bundle.verify import runstore
 from bundle.stack import runstate
 from bundle.cli import main
-from bundle.service.targets import stack_of
-from bundle.service import rehearsal as modes
+from bundle.targets.registry import stack_of
+from bundle.rehearsal import registry as modes
 from tests.conftest import render_for
 from tests.e2e.conftest import sim_knobs
 from tests.rehearsal_stack import assert_paced

@@ -20,7 +20,7 @@ from pathlib import Path
 from bundle import paths
 from bundle import topology as topologies
 from bundle.config.model import Deployment
-from bundle.errors import EXIT_FAILED, BundleError
+from bundle.errors import EXIT_FAILED, Failed
 from bundle.findings import Level
 from bundle.images.audit import tools
 from bundle.images.audit.context import AuditContext, ServerCommand, locked_packages, overlay_distribution
@@ -147,9 +147,9 @@ def audit(image: str, dep: Deployment, lock: Lock, *, config_name: str, only: li
             timeout=PROBE_TIMEOUT)
         facts_file = out / "facts.json"
         if not facts_file.is_file():
-            raise BundleError(f"the audit probe wrote nothing in {image} (exit {run.returncode}): "
-                              f"{run.output.strip()[-600:]}", exit_code=EXIT_FAILED,
-                              hint="run with --debug; the image needs /opt/venv/bin/python (`python` on PATH)")
+            raise Failed(f"the audit probe wrote nothing in {image} (exit {run.returncode}): "
+                         f"{run.output.strip()[-600:]}",
+                         hint="run with --debug; the image needs /opt/venv/bin/python (`python` on PATH)")
         ctx.facts = json.loads(facts_file.read_text())
         if run.returncode != 0:
             ctx.facts.setdefault("probe_exit", {"returncode": run.returncode, "output": run.output[-2000:]})
@@ -178,7 +178,7 @@ def sbom_of(image: str) -> bytes:
         sbom = out / "sbom.cdx.json"
         if not sbom.is_file():
             facts = json.loads((out / "facts.json").read_text()) if (out / "facts.json").is_file() else {}
-            raise BundleError(f"the SBOM of {image} could not be written: "
-                              f"{(facts.get('sbom') or {}).get('error') or run.output.strip()[-400:]}",
-                              exit_code=EXIT_FAILED, hint="run with --debug; bundle build --no-sbom skips it")
+            raise Failed(f"the SBOM of {image} could not be written: "
+                         f"{(facts.get('sbom') or {}).get('error') or run.output.strip()[-400:]}",
+                         hint="run with --debug; bundle build --no-sbom skips it")
         return sbom.read_bytes()

@@ -5,12 +5,12 @@ manylinux x86_64, and mounted read-only into the audited container: never part o
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import sys
 from pathlib import Path
 
 from bundle import paths
-from bundle.errors import EXIT_ENVIRONMENT, BundleError
+from bundle.errors import EnvironmentProblem, NotFound
+from bundle.run import run
 
 CUOBJDUMP = "py/nvidia/cu13/bin/cuobjdump"
 PYTHON = "3.12"  # the image's Python: the tools' compiled wheels (lxml, rpds-py) must match it
@@ -31,7 +31,7 @@ def ensure(report=None) -> Path:
     """The tools folder, installed (again) when requirements/audit-tools.txt changed."""
     req = requirements_file()
     if not req.is_file():
-        raise BundleError(f"{req}: missing", exit_code=EXIT_ENVIRONMENT, hint="restore it from git")
+        raise NotFound(f"{req}: missing", hint="restore it from git")
     folder = _driver_root() / ".cache" / "audit-tools"
     stamp = folder / "installed-from.sha256"
     digest = hashlib.sha256(req.read_bytes()).hexdigest()
@@ -44,10 +44,10 @@ def ensure(report=None) -> Path:
            "--target", str(folder / "py"), "--require-hashes", "--no-deps", "--only-binary=:all:",
            "--python-version", PYTHON, "--implementation", "cp", "--abi", "cp312", "--abi", "abi3",
            "--abi", "none", *platforms, "-r", str(req)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = run(cmd, timeout=3600, check=False)  # a few hundred MB of wheels; an hour means a hung index
     if proc.returncode != 0 or not (folder / CUOBJDUMP).is_file():
         tail = " / ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        raise BundleError(f"installing the audit tools from {req} failed: {tail}", exit_code=EXIT_ENVIRONMENT,
-                          hint="check that PyPI is reachable (pip's index settings apply)")
+        raise EnvironmentProblem(f"installing the audit tools from {req} failed: {tail}",
+                                 hint="check that PyPI is reachable (pip's index settings apply)")
     stamp.write_text(digest + "\n")
     return folder

@@ -1,0 +1,111 @@
+"""The small typed interfaces the wings implement and the core asks for, on the floor just above the
+values they are typed with (config, the compose render, the rules' report): the services, the wings and
+the registry above all name them.
+
+A render target (bundle/targets/: compose, k8s, slurm) is one `Target`: its renderer, its rules, its
+launcher and its view of what a launch left running. A rehearsal mode (bundle/rehearsal/: engine, sim) is
+one `Mode`. Each registry (bundle/targets/registry.py, bundle/rehearsal/registry.py) holds one entry per
+wing; the verbs and services ask the entry, never a name. Removing a wing is deleting its folder and its
+registry lines (tests/test_wings.py does it for the targets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from bundle.paths import compose_dir
+
+if TYPE_CHECKING:  # types only (the import costs nothing at run time); the import graph counts them
+    from bundle.config.model import Deployment
+    from bundle.render.compose import Rendered
+    from bundle.rules.check import RulesReport
+    from bundle.stack.runstate import LaunchRecord
+    from bundle.topology import Topology
+
+
+class TargetOutput(Protocol):
+    """What a renderer made of one topology. A target that writes a folder also offers write(folder) ->
+    list[Path], summary() and how_to_run(folder)."""
+
+    warnings: tuple[str, ...]
+
+
+class Renderer(Protocol):
+    """(typed config, the compose render) -> the target's output; pure. A renderer of a target that takes
+    --rehearsal also takes `rehearsal=` (the mode)."""
+
+    def for_target(self, dep: Deployment, rendered: Rendered, **options: Any) -> TargetOutput: ...
+
+
+class TargetRules(Protocol):
+    """check(): the settings only this target reads, before its render; problems(): what is wrong with
+    what it rendered (schemas, parsers); CHECKED: one line saying what problems() holds it to."""
+
+    CHECKED: str
+
+    def check(self, dep: Deployment, topology: Topology) -> RulesReport: ...
+
+    def problems(self, output: Any) -> list[str]: ...
+
+
+class Launcher(Protocol):
+    """The service `bundle launch --target NAME` runs: a LaunchRequest in, progress on the Reporter."""
+
+    def launch(self, request: Any, dep: Deployment | None, reporter: Any) -> None: ...
+
+
+class StackView(Protocol):
+    """The verbs' view of what a launch left running (status, logs, smoke, bench, down)."""
+
+    project: str
+
+    def states(self) -> list: ...
+
+    def logs(self, service: str | None = None, **options: Any) -> Any: ...
+
+    def exec(self, service: str, command: list[str]) -> str: ...
+
+    def down(self, *, volumes: bool = False, timeout: int | None = None) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    help: str  # one line for `bundle render --help`
+    renderer: Renderer  # for_target(dep, rendered)
+    stack: Callable[[LaunchRecord], StackView] | None = None  # what a launch of it left running
+    rules: TargetRules | None = None  # check(dep, topology), problems(output)
+    writes_folder: bool = True  # needs `-o DIR`; compose writes its env file under runs/ instead
+    rehearsal: bool = False  # takes --rehearsal (its for_target then gets rehearsal=MODE)
+    launcher: Launcher | None = None  # the service `bundle launch --target NAME` runs: launch(request, dep=)
+    project: Callable[[str], str] = lambda base: base  # the compose project a launch of it runs as
+    status: Callable[[str], dict | None] | None = None  # what `bundle status` adds for a launch of it
+    # `--kubectl-dry-run`'s check of a written folder: (True, what it said), (False, its refusal) or
+    # (None, why it could not run); None for a target whose output no outside tool checks.
+    dry_run: Callable[[Path], tuple[bool | None, str]] | None = None
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A rehearsal mode: how a topology runs with no GPU (bundle/rehearsal/registry.py holds them). The
+    compose render takes one as its bundle.topology.Overlay."""
+
+    name: str
+    summary: str  # what runs, a few words: "launching pd (rehearsal: simulated workers)"
+    description: str  # one line for --help
+    overlay: str  # its compose overlay under compose/, "{topology}" replaced by the topology's name
+    env: Callable[[str, Mapping[str, str]], dict[str, str]]  # (rehearsal image tag, --sim knobs) -> env
+    server_args: Callable[[Topology, dict[str, str]], dict[str, str]] | None = None  # render's overrides
+    ensure_model: Callable[..., Any] | None = None  # (image tag, report=) a model made here before it launches
+    takes_knobs: bool = False  # the simulator's --sim KNOB=VALUE
+    tunable: bool = True  # `bundle tune` may sweep with it (its speeds say something about the levers)
+
+    @property
+    def needs_model(self) -> bool:
+        return self.ensure_model is not None
+
+    def overlay_file(self, topology: Topology) -> Path:
+        return compose_dir() / self.overlay.format(topology=topology.name)

@@ -1,0 +1,80 @@
+"""The rehearsal modes: how a topology runs with no GPU. One entry per mode (a bundle.api.Mode), each
+its wing's own (bundle/rehearsal/engine/, bundle/rehearsal/sim/); the registry stands above them and
+below the services that take a mode.
+
+An entry holds its compose overlay (compose/<overlay>, `{topology}` replaced), what it adds to the
+rendered env, its overrides of the servers' arguments, the artifacts it needs before a launch (the
+rehearsal image always; a trained model for the engine), whether it takes the simulator's --sim knobs,
+whether tune may sweep with it, and its description. The command line parses `--rehearsal` once
+(parse()) into a Mode; every service takes that value; a launch record stores its name.
+
+Adding a mode = its folder under bundle/rehearsal/ with its MODE, one line in MODES, and its overlay per topology (tests/test_rehearsal_modes.py makes a
+third from an entry and an overlay, and renders it for every topology).
+"""
+
+from __future__ import annotations
+
+from bundle.api import Mode
+from bundle.errors import UsageError
+from bundle.rehearsal import engine
+from bundle.rehearsal import sim
+
+
+MODES: dict[str, Mode] = {m.name: m for m in (
+    engine.MODE,
+    sim.MODE,
+)}
+NAMES = tuple(MODES)
+BARE = "engine"  # `--rehearsal` alone, without --sim knobs
+BARE_WITH_KNOBS = "sim"  # `--rehearsal` alone with --sim knobs: the mode that takes them
+
+
+def env_values(mode: Mode, knobs=None) -> dict[str, str]:
+    """What `mode` adds to the rendered env: the rehearsal image's tag and the model folder (both known
+    before anything is built, from hashes of their inputs), health waits, the simulator's knobs."""
+    # Imported here: naming the image reads its inputs only, and must not load the Docker client.
+    from bundle.images import rehearsal as rehearsal_image
+
+    return mode.env(rehearsal_image.image_tag(), dict(knobs or {}))
+
+
+def ensure_artifacts(mode: Mode, *, report) -> str:
+    """The rehearsal image built if its inputs changed (every mode runs in it), and the model `mode` needs
+    made if missing; returns the image's tag."""
+    from bundle.images import rehearsal as rehearsal_image
+
+    tag = rehearsal_image.ensure_image(report=report)
+    if mode.ensure_model is not None:
+        mode.ensure_model(tag, report=report)
+    return tag
+
+
+def get(name: str) -> Mode:
+    try:
+        return MODES[name]
+    except KeyError:
+        raise UsageError(f"unknown rehearsal {name!r}",
+                         hint=f"use --rehearsal {' or --rehearsal '.join(MODES)}") from None
+
+
+def parse(value: str | bool | None, *, knobs: bool = False, tuning: bool = False) -> Mode | None:
+    """A mode from the command line or a launch record: None or False (no rehearsal), a mode's name,
+    BARE_FLAG (`--rehearsal` alone: BARE; the mode that takes knobs when --sim gave some, or when
+    `tuning`, the first tunable one), or True (a launch record of an older driver: the simulator)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return MODES[BARE_WITH_KNOBS]
+    if value == BARE_FLAG:
+        if tuning:
+            return next(m for m in MODES.values() if m.tunable)
+        return MODES[BARE_WITH_KNOBS if knobs else BARE]
+    return get(value)
+
+
+BARE_FLAG = "default"  # what argparse stores for `--rehearsal` given without a value
+
+
+def name_of(mode: Mode | None) -> str | None:
+    """What a launch record stores."""
+    return mode.name if mode else None

@@ -1,0 +1,22 @@
+"""The simulator rehearsal: worker simulators (bundle/simulator/, run inside the rehearsal image) behind
+the real router; their speeds are the simulator's settings, the --sim knobs.
+
+MODE is its one entry in bundle/rehearsal/registry.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bundle.api import Mode
+from bundle.render import rehearsal as rehearsal_env
+
+
+def _env(tag: str, knobs: Mapping[str, str]) -> dict[str, str]:
+    return rehearsal_env.env_values(tag, knobs=dict(knobs))
+
+
+MODE = Mode("sim", "simulated workers",
+            "worker simulators behind the real router (speeds are the simulator's settings)",
+            overlay="rehearsal-{topology}.yaml", env=_env,
+            takes_knobs=True)

@@ -1,0 +1,22 @@
+"""The compose target: the core's own (render/compose.py renders every topology for compose first, the
+other targets start from that render; service/launch.py brings it up; stack/docker.py is its view of the
+running project). This is only its entry in the registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bundle.api import Target
+from bundle.render import compose
+from bundle.service import launch
+from bundle.stack import docker
+from bundle.stack.runstate import LaunchRecord
+
+
+def _stack(record: LaunchRecord) -> docker.Stack:
+    return docker.Stack(record.project, [Path(f) for f in record.compose_files], Path(record.env_file),
+                        profiles=list(record.profiles))
+
+
+TARGET = Target("compose", "the env file, and the configuration exactly as docker compose resolves it",
+                renderer=compose, stack=_stack, writes_folder=False, rehearsal=True, launcher=launch)

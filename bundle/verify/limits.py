@@ -1,0 +1,149 @@
+"""Each bench level set against the limit: the cost model (cost_model.py) for what ran, the verdict
+(verdict.py) on how far the level was from it. One `Limits` is made per run, before the first level
+(it reads the model's config.json, the launch's attestation, collectives.json and nvidia-smi, and on a
+CPU rehearsal probes the host's memory bandwidth); scoring a level is arithmetic (benchmarks/
+bench_scoring.py times it)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundle.verify import cost_model, gpu_state, host_bandwidth, verdict
+
+# SGLang's DSpark block size when neither the config nor the checkpoint sets one (speculative_hook).
+DSPARK_DEFAULT_BLOCK = 7
+# levers.speculative -> draft tokens per request per step (the verify step holds these + 1).
+LEVER_DRAFTS = {"none": 0, "mtp": 3, "mtp-light": 1}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What scores a run's levels; `why_not` says why there is no score (then the rest may be None)."""
+
+    model: cost_model.ModelShape | None
+    hardware: cost_model.Hardware | None
+    tp: int
+    servers: int  # servers that decode (dp: replicas), over which the concurrency spreads
+    draft_tokens: int
+    evidence: verdict.Evidence
+    why_not: str | None = None
+
+    def describe(self) -> dict:
+        """The run record's `limits` entry: what the levels were scored against."""
+        if self.why_not:
+            return {"scored": False, "why_not": self.why_not}
+        hw = self.hardware
+        return {"scored": True, "figure": hw.figure, "hardware": hw.name, "memory_gb_s": round(hw.memory_gb_s, 2),
+                "tflops": hw.tflops, "link_gb_s": hw.link_gb_s, "link_source": hw.link_source,
+                "sources": hw.sources, "model": self.model.name, "model_notes": list(self.model.notes),
+                "active_params": round(self.model.active_params()), "tp": self.tp, "decoding_servers": self.servers,
+                "draft_tokens": self.draft_tokens, "evidence": list(self.evidence.sources)}
+
+
+def score_level(limits: Limits, level: dict, config: dict) -> dict | None:
+    """A level's `limit` entry (MBU, MFU, floor of TPOT, ratio, verdict); None without a TPOT or a score."""
+    metrics = level.get("metrics") or {}
+    tpot = metrics.get("mean_tpot_ms")
+    if limits.why_not or not tpot or tpot <= 0:
+        return None
+    concurrency = max(1, math.ceil(int(level.get("concurrency") or 1) / max(limits.servers, 1)))
+    run = cost_model.RunShape(tp=limits.tp, concurrency=concurrency, input_len=int(config.get("input_len") or 1),
+                              output_len=int(config.get("output_len") or 1), draft_tokens=limits.draft_tokens,
+                              accept_length=metrics.get("accept_length"))
+    scored = cost_model.score(limits.model, run, limits.hardware, float(tpot))
+    judged = verdict.judge(scored.mbu, figure=scored.figure, evidence=limits.evidence, tp=limits.tp,
+                           accept_length=metrics.get("accept_length"))
+    return scored.as_dict() | {"verdict": judged.as_dict()}
+
+
+def verdict_lines(record: dict) -> list[str]:
+    """One line per scored level, its causes indented below (plain text)."""
+    lines = []
+    described = record.get("limits") or {}
+    if described and not described.get("scored"):
+        return [f"limit: not scored: {described.get('why_not')}"]
+    for level in record.get("levels", []):
+        limit = level.get("limit")
+        if not limit:
+            continue
+        v = limit["verdict"]
+        lines.append(f"C={level['concurrency']}: {v['headline']}; TPOT {limit['measured_tpot_ms']:.2f} ms against a "
+                     f"floor of {limit['floor_tpot_ms']:.3f} ms ({limit['ratio']:.1f}x)"
+                     + (f", MFU {limit['mfu'] * 100:.2f}%" if limit.get("mfu") is not None else "")
+                     + ("" if limit["basis"] == "step" else f"; {limit['basis']}"))
+        for i, cause in enumerate(v["causes"], 1):
+            lines.append(f"  {i}. {cause['name']}: {cause['detail']}" + ("" if cause["seen"] else " (not checked)"))
+    return lines
+
+
+# ---- building one --------------------------------------------------------------------------------------
+def _read_json(path: Path | None) -> dict | None:
+    try:
+        return json.loads(path.read_text()) if path and path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _shaped(attestation: dict | None) -> dict | None:
+    """attestation.json as attest.py writes it (lists of objects), else None: a hand-edited file is
+    left out of the evidence, never a crash of the bench."""
+    if not isinstance(attestation, dict):
+        return None
+    parts = [attestation.get("records") or [], attestation.get("findings") or []]
+    if not all(isinstance(p, list) and all(isinstance(x, dict) for x in p) for p in parts):
+        return None
+    return attestation
+
+
+def _drafts(attestation: dict | None, speculative: str, dspark_block: int | None) -> int:
+    """Draft tokens per request per step: what the decode servers resolved, else what the levers ask."""
+    for r in (attestation or {}).get("records") or []:
+        f = r.get("fields") or {}
+        if r.get("role") == "prefill" or not f.get("speculative_algorithm"):
+            continue
+        if f.get("speculative_dspark_block_size"):
+            return int(f["speculative_dspark_block_size"])
+        if f.get("speculative_num_draft_tokens"):
+            return max(int(f["speculative_num_draft_tokens"]) - 1, 0)
+    if speculative == "dspark":
+        return dspark_block or DSPARK_DEFAULT_BLOCK
+    return LEVER_DRAFTS.get(speculative, 0)
+
+
+def build(*, kind: str, model_folder: str | None, gpu_names: list[str], tp: int, servers: int, gpus: tuple[int, ...],
+          speculative: str = "none", dspark_block: int | None = None, attestation_path: Path | None = None,
+          collectives_path: Path | None = None, host_gb_s: float | None = None) -> Limits:
+    """The Limits of a run of `kind` ("gpu", "engine" or "sim")."""
+    attestation = _shaped(_read_json(attestation_path))
+    collectives = _read_json(collectives_path)
+    state = gpu_state.read(gpus) if kind == "gpu" else {}
+    try:
+        evidence = verdict.evidence_from(attestation, collectives, state)
+    except (AttributeError, TypeError, ValueError):  # a hand-edited file: score without it
+        evidence = verdict.evidence_from(None, None, state)
+    drafts = _drafts(attestation, speculative, dspark_block)
+
+    def none(why: str) -> Limits:
+        return Limits(None, None, tp, servers, drafts, evidence, why)
+
+    if kind == "sim":
+        return none("a simulator rehearsal: its speed is the simulator's settings, not a limit of any hardware")
+    if not model_folder or not (Path(model_folder) / "config.json").is_file():
+        return none(f"no config.json in the model folder ({model_folder or 'not set'})")
+    try:
+        config = cost_model.load_config(model_folder)
+        model = cost_model.model_shape(config, cost_model.safetensors_dtypes(model_folder))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return none(f"{Path(model_folder) / 'config.json'} could not be read as a model's shape ({exc})")
+    if kind == "gpu":
+        name = gpu_names[0] if gpu_names else state.get("gpu_name")
+        hw = cost_model.gpu(name, busbw_gb_s=evidence.busbw_gb_s, power_limit_w=evidence.power_limit_w) if name else None
+        if hw is None:
+            return none(f"no figures for the GPU {name!r} in {cost_model.HARDWARE_FILE.name} (add one with its "
+                        f"source; known: {', '.join(cost_model.known_gpus())})" if name else "nvidia-smi named no GPU")
+    else:
+        hw = cost_model.cpu(host_gb_s or host_bandwidth.probe_gb_s())
+    return Limits(model, hw, tp, servers, drafts, evidence)
