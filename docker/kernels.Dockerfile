@@ -18,7 +18,11 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # contents stay the same on any host).
 RUN --mount=type=cache,target=/var/cache/kernels-build,sharing=locked \
     --mount=type=bind,source=docker/kernels-build.py,target=/tmp/bundle-context/kernels-build.py \
+    --mount=type=bind,source=docker/kernels_narrow.py,target=/tmp/bundle-context/kernels_narrow.py \
+    --mount=type=bind,source=docker/tilelang-prebuild.py,target=/tmp/bundle-context/tilelang-prebuild.py \
     test -n "${KERNELS}" || { echo "KERNELS is empty: bundle build passes it" >&2; exit 1; }; \
-    install -D -m 0644 /tmp/bundle-context/kernels-build.py /opt/bundle/kernels-build.py \
- && FLASHINFER_WORKSPACE_BASE=/var/cache/kernels-build MAX_JOBS="$(nproc)" \
-      python /opt/bundle/kernels-build.py ${KERNELS}
+    for f in kernels-build.py kernels_narrow.py tilelang-prebuild.py; do \
+      install -D -m 0644 "/tmp/bundle-context/$f" "/opt/bundle/$f" || exit 1; done \
+ && FLASHINFER_WORKSPACE_BASE=/var/cache/kernels-build MAX_JOBS="$(nproc)" PYTHONPATH=/opt/bundle \
+      python /opt/bundle/kernels-build.py ${KERNELS} \
+ && python /opt/bundle/tilelang-prebuild.py /opt/bundle/tilelang-cache /opt/bundle/kernels.json

@@ -213,6 +213,11 @@ FAULTS = {
                    "{site}/flashinfer/data/aot/sampling/sampling.so /tmp/d.c && "
                    + _MANIFEST.format(name="sampling") + "\n",
                    "kernels", "sampling: calls the driver API (cuInit, ...) without libcuda.so.1 in NEEDED"),
+    # One of the TileLang indexer kernels the layer compiled gone from its cache entry.
+    "missing-tilelang": ("RUN python -c \"import json, os; m = json.load(open('/opt/bundle/kernels.json')); "
+                         "os.remove(m['tilelang']['kernels']['fp8_paged_mqa_logits/split_kv=8']['library'])\"\n",
+                         "kernels", "tilelang fp8_paged_mqa_logits/split_kv=8: the kernels layer built it but its "
+                                    "library is missing"),
     # A second CUDA compiler beside the lock's.
     "second-nvcc": ("RUN cp /usr/local/cuda/bin/nvcc /usr/local/bin/nvcc\n", "toolchain", "2 CUDA compilers"),
 }

@@ -5,7 +5,9 @@ are checked by tests/test_audit.py's planted audit (Docker tier)."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -16,24 +18,70 @@ from bundle.images.audit.context import AuditContext, locked_packages
 from bundle.lock import load_lock
 from tests.conftest import require_tool
 
+REPO = Path(__file__).resolve().parents[1]
 AOT = "/opt/venv/lib/python3.12/site-packages/flashinfer/data/aot"
 NVCC = "/opt/venv/lib/python3.12/site-packages/nvidia/cu13/bin/nvcc"
 CHOICE = {"moe_runner_backend": "flashinfer_mxfp4", "sm120_sparse_mla_backend": "flashinfer"}
 
 
+TILELANG = "/opt/bundle/tilelang-cache/0.1.12/linux-x86_64/kernels"
+SPLITS = checks_kernels.tilelang_indexer_splits()
+# SGLang's flashinfer_mxfp4 runner as sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py shapes it:
+# a registered dispatcher, the cutlass function it calls, MXFP8 activations and MXFP4 weights.
+SGLANG_CALLS = """
+@register_fused_func("none", "flashinfer_mxfp4")
+def fused_experts_none_to_flashinfer_mxfp4(dispatch_output, quant_info, runner_config):
+    return _fused_experts_flashinfer_mxfp4_cutlass(dispatch_output, quant_info, runner_config)
+
+def _fused_experts_flashinfer_mxfp4_cutlass(dispatch_output, quant_info, runner_config):
+    flashinfer_cutlass_fused_moe, ActivationType = _flashinfer_cutlass_fused_moe()
+    x = dispatch_output.hidden_states
+    use_mxfp8_act_scaling = quant_info.mxfp4_weight_global_scale is not None
+    if use_mxfp8_act_scaling:
+        x, input_sf = mxfp8_quantize(x, is_sf_swizzled_layout=True, alignment=32)
+        fc1 = quant_info.w13_weight.view(torch.int64)
+    flashinfer_cutlass_fused_moe(input=x, fc1_expert_weights=fc1, output_dtype=torch.bfloat16,
+                                 input_sf=input_sf, use_mxfp8_act_scaling=use_mxfp8_act_scaling)
+"""
+# A planted second path: the same runner called with bf16 activations (FlashInfer's bf16 x fp4 runner).
+PLANTED_BF16 = """
+@register_fused_func("none", "flashinfer_mxfp4")
+def fused_experts_bf16(dispatch_output, quant_info, runner_config):
+    x = dispatch_output.hidden_states
+    cutlass_fused_moe(input=x, fc1_expert_weights=quant_info.w13_weight, output_dtype=torch.bfloat16)
+"""
+
+
 def _sound_facts() -> dict:
-    """What the probe reports for CI's image: one nvcc of the lock, cuda.h 13.0, norm prebuilt and sound."""
-    norm = f"{AOT}/norm/norm.so"
+    """What the probe reports for a sound image: one nvcc of the lock, cuda.h 13.0, norm and the cut
+    fused MoE prebuilt and sound, every TileLang indexer kernel in its cache with sm_120a SASS."""
+    norm, moe = f"{AOT}/norm/norm.so", f"{AOT}/fused_moe_120/fused_moe_120.so"
+    elf = {"present": True, "needed": ["libcudart.so.13", "libcuda.so.1"], "driver_calls": ["cuGetErrorString"],
+           "unresolved": ["libcuda.so.1"]}
+    tl = {f"fp8_paged_mqa_logits/split_kv={s}": {"library": f"{TILELANG}/k{s}/executable.so"} for s in SPLITS}
     return {
         "kernels": {
             "nvcc": [{"path": NVCC, "release": "13.0", "version": "13.0.88"}],
             "cuda_h_version": 13000,
-            "manifest": {"arch": "12.0a", "modules": {"norm": {"path": norm, "size": 1, "generator": "g"}}},
-            "modules": {"norm": {"present": True, "needed": ["libcudart.so.13", "libcuda.so.1"],
-                                 "driver_calls": ["cuGetErrorString"], "unresolved": ["libcuda.so.1"]}},
-            "lookup": {"norm": {"is_aot": True, "path": norm}},
+            "manifest": {"arch": "12.0a", "modules": {
+                "norm": {"path": norm, "size": 1, "generator": "g"},
+                "fused_moe_120": {"path": moe, "size": 1, "generator": "kernels_narrow:gen_fused_moe_120_module",
+                                  "pairs_kept": ["fp8_fp4"], "pairs_left_out": ["bf16_fp4", "fp16_fp16"]}},
+                "tilelang": {"arch": "sm_120a", "kernels": tl}},
+            "modules": {"norm": elf, "fused_moe_120": elf},
+            "lookup": {"norm": {"is_aot": True, "path": norm}, "fused_moe_120": {"is_aot": True, "path": moe}},
+            "fused_moe": {"fused_moe_120": {
+                "load": {"rtld_now": True, "functions": {"init": True, "set_deepgemm_jit_include_dirs": True}},
+                "flashinfer_api": {"params": ["input", "fc1_expert_weights", "output_dtype", "input_sf",
+                                              "use_mxfp8_act_scaling"],
+                                   "module_functions": ["init", "set_deepgemm_jit_include_dirs"]},
+                "sglang_calls": {"path": "/site/sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py",
+                                 "source": SGLANG_CALLS}}},
+            "tilelang": {name: {"present": True, "needed": ["libc.so.6"], "driver_calls": [], "unresolved": []}
+                         for name in tl},
         },
-        "libraries": {"libraries": [{"path": norm, "size": 1, "cubins": ["sm_120a"], "ptx": []}]},
+        "libraries": {"libraries": [{"path": p, "size": 1, "cubins": ["sm_120a"], "ptx": []}
+                                    for p in [norm, moe, *(k["library"] for k in tl.values())]]},
         "serverargs": {"tp4/server": {"ok": True, "resolved": CHOICE}},
     }
 
@@ -53,9 +101,10 @@ def test_the_sound_image_passes_and_the_predicted_modules_not_built_are_warned_a
     summary, findings = _run(_sound_facts())
     assert _fails(findings) == []
     warned = sorted(f.what.split(" ")[0] for f in findings if f.level == Level.WARN)
-    assert warned == sorted(kernels_jit.needed_by(CHOICE)) == ["fused_moe_120", "mxfp8_quantization_sm100",
-                                                                "sampling", "sparse_mla_sm120"]
-    assert "1 module(s) prebuilt for 12.0a (norm), 1 sound" in summary
+    assert warned == sorted(set(kernels_jit.needed_by(CHOICE)) - {"fused_moe_120"}) == [
+        "mxfp8_quantization_sm100", "sampling", "sparse_mla_sm120"]
+    assert "2 module(s) prebuilt for 12.0a (fused_moe_120, norm), 2 sound" in summary
+    assert f"{len(SPLITS)} TileLang indexer kernel(s) prebuilt, {len(SPLITS)} sound" in summary
     _, tool = _run(_sound_facts(), checks_kernels.toolchain)
     assert _fails(tool) == []
 
@@ -154,3 +203,89 @@ def test_a_module_needing_a_cuda_wheels_library_resolves_where_torch_has_loaded_
                     "-lcudartx"], check=True)
     assert probe._elf(str(tmp_path / "norm.so"))["unresolved"] == ["libcudartx.so.13"]
     assert probe._elf(str(tmp_path / "norm.so"), [str(wheel_lib)])["unresolved"] == []
+
+
+def test_the_tilelang_splits_are_the_ones_the_kernels_layer_compiles():
+    """docker/tilelang-prebuild.py (run in the image, no bundle import) and the audit count the same
+    split_kv values: SGLang's max(1, 256 // rows) for every row count, 31 of them."""
+    spec = importlib.util.spec_from_file_location("prebuild", REPO / "docker" / "tilelang-prebuild.py")
+    prebuild = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prebuild)
+    assert prebuild.SPLITS == SPLITS and len(SPLITS) == 31 and SPLITS[0] == 256 and SPLITS[-1] == 1
+
+
+@pytest.mark.parametrize("fault,expected", [
+    ("tl-missing", "TileLang indexer kernel(s) not prebuilt, compiled at the first start: "
+                   "fp8_paged_mqa_logits/split_kv=21"),
+    ("tl-wrong-arch", "tilelang fp8_paged_mqa_logits/split_kv=8: no sm_120a SASS (cubins sm_90a)"),
+    ("tl-gone", "tilelang fp8_paged_mqa_logits/split_kv=8: the kernels layer built it but its library is missing"),
+    ("moe-rtld", "fused_moe_120: does not load with every symbol resolved (RTLD_NOW): OSError: undefined symbol"),
+    ("moe-function", "fused_moe_120: lacks init, which FlashInfer's get_cutlass_fused_moe_module calls"),
+    ("moe-keyword", "fused_moe_120: SGLang's call at /site/sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py:13 "
+                    "passes use_mxfp8_act_scaling, which FlashInfer's cutlass_fused_moe does not take"),
+    ("moe-pair", "fused_moe_120: SGLang's flashinfer_mxfp4 call at /site/sglang/srt/layers/moe/moe_runner/"
+                 "flashinfer_cutlass.py:5 asks for bf16 x fp4 (moe_gemm_kernels_bf16_fp4.cu), left out of this "
+                 "image's fused MoE (kept: fp8_fp4)"),
+])
+def test_a_planted_tilelang_or_fused_moe_fault_fails_naming_it(fault, expected):
+    facts = copy.deepcopy(_sound_facts())
+    k = facts["kernels"]
+    tl, moe = k["manifest"]["tilelang"]["kernels"], k["fused_moe"]["fused_moe_120"]
+    if fault == "tl-missing":
+        del tl["fp8_paged_mqa_logits/split_kv=21"]
+    elif fault == "tl-wrong-arch":
+        lib = tl["fp8_paged_mqa_logits/split_kv=8"]["library"]
+        next(x for x in facts["libraries"]["libraries"] if x["path"] == lib)["cubins"] = ["sm_90a"]
+    elif fault == "tl-gone":
+        k["tilelang"]["fp8_paged_mqa_logits/split_kv=8"] = {"present": False}
+    elif fault == "moe-rtld":
+        moe["load"] = {"rtld_now": False, "error": "OSError: undefined symbol: _ZN12tensorrt_llm7kernels"}
+    elif fault == "moe-function":
+        moe["load"]["functions"]["init"] = False
+    elif fault == "moe-keyword":
+        moe["flashinfer_api"]["params"].remove("use_mxfp8_act_scaling")
+    elif fault == "moe-pair":
+        moe["sglang_calls"]["source"] = PLANTED_BF16 + SGLANG_CALLS
+    _, findings = _run(facts)
+    fails = [f for f in findings if f.level == Level.FAIL]
+    assert [f.what for f in fails if f.what.startswith(expected)], _fails(findings)
+    assert all(f.fix for f in fails)
+
+
+def test_sglangs_own_flashinfer_mxfp4_call_asks_for_the_kept_pair_only():
+    """The call-site reading on the planted fixture: the real-shaped path is fp8 x fp4, the planted bf16
+    call bf16 x fp4; a source with no such call is itself a failure (nothing to check the cut against)."""
+    from bundle.images.audit import moe_calls
+
+    assert [(c.function, c.pair) for c in moe_calls.calls(SGLANG_CALLS)] == [
+        ("_fused_experts_flashinfer_mxfp4_cutlass", "fp8_fp4")]
+    assert [c.pair for c in moe_calls.calls(PLANTED_BF16 + SGLANG_CALLS)] == ["bf16_fp4", "fp8_fp4"]
+    facts = _sound_facts()
+    facts["kernels"]["fused_moe"]["fused_moe_120"]["sglang_calls"]["source"] = "def f():\n    pass\n"
+    _, findings = _run(facts)
+    assert any(f.startswith("fused_moe_120: no cutlass_fused_moe call found") for f in _fails(findings))
+
+
+def test_the_probe_reads_the_cubin_a_library_keeps_as_data(tmp_path):
+    """TileLang's executable.so holds its kernel's cubin as data, not in a fatbin section cuobjdump
+    reads: the probe carves each CUDA ELF (EM_CUDA, ELF64; its size from the section and program header
+    tables) and runs cuobjdump on it, reporting under the library's path."""
+    from bundle.images.audit import probe
+
+    head = bytearray(64)
+    head[0:4], head[4] = b"\x7fELF", 2
+    head[0x12:0x14] = (190).to_bytes(2, "little")
+    head[0x28:0x30] = (100).to_bytes(8, "little")  # section headers at 100, 2 of 64 bytes: ends at 228
+    head[0x3A:0x3C], head[0x3C:0x3E] = (64).to_bytes(2, "little"), (2).to_bytes(2, "little")
+    head[0x20:0x28] = (228).to_bytes(8, "little")  # program headers after them, 1 of 56: ends at 284
+    head[0x36:0x38], head[0x38:0x3A] = (56).to_bytes(2, "little"), (1).to_bytes(2, "little")
+    cubin = bytes(head) + b"\0" * (284 - 64)
+    library = tmp_path / "executable.so"
+    library.write_bytes(b"\x7fELF host library" + b"\0" * 500 + cubin + b"trailing data")
+    assert probe._embedded_cubins(str(library)) == [cubin]
+    cuobjdump = tmp_path / "cuobjdump"  # names the arch only for a file of exactly the cubin's size
+    cuobjdump.write_text('#!/bin/sh\n[ "$1" = --list-elf ] && [ "$(wc -c < "$2")" -eq 284 ] '
+                         '&& echo "ELF file    1: x.sm_120a.cubin"\nexit 0\n')
+    cuobjdump.chmod(0o755)
+    got = probe._objdump_embedded(str(cuobjdump), str(library))
+    assert got["cubins"] == ["sm_120a"] and got["path"] == str(library) and got["ptx"] == []

@@ -52,7 +52,10 @@ def gpus(ctx: HostContext) -> CheckResult:
         fixes.append("use a host with enough GPUs or shrink the GPU lists in bundle.yaml")
     if wrong_arch:
         caps = ", ".join(sorted({f"GPU{g.index}={g.compute_cap_text}" for g in wrong_arch}))
-        problems.append(f"compute capability {caps}; the image's kernels are built for sm_120 ({want})")
+        # The driver's own words when such a GPU meets the image's sm_120a-only kernels (recorded on a
+        # lent H200, docs/images.md "Built here, run there").
+        problems.append(f"compute capability {caps}; the image's kernels are built for sm_120a ({want}) only: "
+                        "no kernel image is available for this device")
         fixes.append("run on RTX PRO 6000 Blackwell (sm_120) GPUs, or rebuild the image with "
                      "base.cuda_arch_list in docker/lock.toml set for these GPUs")
     if problems:

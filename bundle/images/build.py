@@ -76,9 +76,10 @@ LAYERS: tuple[LayerSpec, ...] = (
               ("docker/requirements/framework.txt",), _framework_args),
     LayerSpec("pd", "nixl (nixl-cu13 with its UCX) and smg (the router)",
               ("docker/requirements/pd.txt",), lambda lock: {}),
-    LayerSpec("kernels", "FlashInfer's JIT modules for the predicted choices, compiled for 12.0a into "
-                         "flashinfer/data/aot/ (bundle/images/kernels_jit.py)",
-              ("docker/kernels-build.py",),
+    LayerSpec("kernels", "FlashInfer's JIT modules for the predicted choices (the fused MoE cut to MXFP8 x "
+                         "MXFP4), compiled for 12.0a into flashinfer/data/aot/ (bundle/images/kernels_jit.py), "
+                         "and SGLang's TileLang indexer kernels into /opt/bundle/tilelang-cache",
+              ("docker/kernels-build.py", "docker/kernels_narrow.py", "docker/tilelang-prebuild.py"),
               lambda lock: {"KERNELS": kernels_jit.build_arg(kernels_jit.default_modules())}),
     LayerSpec("overlay", "the kernel overlay (kernels/)",
               ("docker/overlay-install.sh", "@overlay"),

@@ -31,6 +31,10 @@ class Generator:
 # FlashInfer 0.7.2's generators by the module name they build (the name is the aot/ folder).
 GENERATORS: dict[str, Generator] = {
     "sparse_mla_sm120": Generator("flashinfer.jit.mla", "gen_sparse_mla_sm120_module"),
+    # FlashInfer's own full module (4,479 CPU-s). The cut to the MXFP8 x MXFP4 pair DeepSeek-V4 calls,
+    # Generator("kernels_narrow", "gen_fused_moe_120_module") (docker/kernels_narrow.py, installed in the
+    # layer; the audit then checks it against SGLang's calls), replaces it once one build of it has run
+    # to the end: none has yet (docs/images.md, "The fused MoE, cut to what DeepSeek-V4 calls").
     "fused_moe_120": Generator("flashinfer.jit.fused_moe", "gen_cutlass_fused_moe_sm120_module"),
     "mxfp8_quantization_sm100": Generator("flashinfer.jit.fp8_quantization", "gen_mxfp8_quantization_sm100_module"),
     "sampling": Generator("flashinfer.jit.sampling", "gen_sampling_module"),

@@ -8,6 +8,7 @@ did not build are compiled at the first start (WARN)."""
 from __future__ import annotations
 
 from bundle.images import cuda_toolchain, kernels_jit
+from bundle.images.audit import moe_calls
 from bundle.images.audit.checks_sglang import predicted
 from bundle.images.audit.context import AuditContext
 from bundle.findings import Finding, Level
@@ -56,7 +57,8 @@ def toolchain(ctx: AuditContext) -> tuple[str, list[Finding]]:
     return f"nvcc: {found}; cuda.h {header}; [cuda] {cuda['line']}", findings
 
 
-def _module_findings(name: str, got: dict, lib: dict | None, lookup: dict) -> list[Finding]:
+def _binary_findings(name: str, got: dict, lib: dict | None) -> list[Finding]:
+    """What every prebuilt library must be, FlashInfer's modules and TileLang's kernels alike."""
     if not got.get("present"):
         return [Finding(Level.FAIL, f"{name}: the kernels layer built it but its library is missing", fix=_REBUILD)]
     out = []
@@ -76,6 +78,13 @@ def _module_findings(name: str, got: dict, lib: dict | None, lookup: dict) -> li
     unresolved = [lib_ for lib_ in got.get("unresolved", []) if lib_ != DRIVER]
     if unresolved:
         out.append(Finding(Level.FAIL, f"{name}: links against {', '.join(unresolved)}, not in the image", fix=_REBUILD))
+    return out
+
+
+def _module_findings(name: str, got: dict, lib: dict | None, lookup: dict) -> list[Finding]:
+    out = _binary_findings(name, got, lib)
+    if not got.get("present"):
+        return out
     answer = lookup.get(name, {})
     if not answer.get("is_aot"):
         out.append(Finding(Level.FAIL, f"{name}: FlashInfer's lookup does not find it prebuilt "
@@ -100,6 +109,20 @@ def kernels(ctx: AuditContext) -> tuple[str, list[Finding]]:
     for name, module in sorted(built.items()):
         findings += _module_findings(name, (facts.get("modules") or {}).get(name, {}), libs.get(module["path"]),
                                      lookup)
+    for name, moe in sorted((facts.get("fused_moe") or {}).items()):
+        if name in built:
+            findings += _fused_moe_findings(name, built[name], moe)
+    tilelang = (manifest or {}).get("tilelang") or {}
+    tl_built = tilelang.get("kernels") or {}
+    tl_facts = facts.get("tilelang") or {}
+    for name, kernel in sorted(tl_built.items()):
+        findings += _binary_findings(f"tilelang {name}", tl_facts.get(name, {}), libs.get(kernel.get("library")))
+    expected = [f"fp8_paged_mqa_logits/split_kv={s}" for s in tilelang_indexer_splits()]
+    missing = [n for n in expected if n not in tl_built]
+    if manifest is not None and missing:
+        findings.append(Finding(Level.FAIL if tl_built else Level.WARN,
+                                f"TileLang indexer kernel(s) not prebuilt, compiled at the first start: "
+                                f"{', '.join(missing)}", fix=_REBUILD))
     needed: dict[str, list[str]] = {}
     for server, choice in predicted(ctx).items():
         for name in kernels_jit.needed_by(choice):
@@ -109,5 +132,53 @@ def kernels(ctx: AuditContext) -> tuple[str, list[Finding]]:
             findings.append(Finding(Level.WARN, f"{name} (needed by {', '.join(servers)}): not prebuilt, compiled "
                                                  f"at the first start", fix="`make image` builds every needed module"))
     ok = [n for n in built if not any(f.what.startswith(f"{n}:") for f in findings)]
+    tl_ok = [n for n in tl_built if not any(f.what.startswith(f"tilelang {n}:") for f in findings)]
     return (f"{len(built)} module(s) prebuilt for 12.0a ({', '.join(sorted(built)) or 'none'}), {len(ok)} sound; "
+            f"{len(tl_built)} TileLang indexer kernel(s) prebuilt, {len(tl_ok)} sound; "
             f"the predicted choices need {', '.join(sorted(needed)) or 'none'}"), findings
+
+
+def tilelang_indexer_splits() -> list[int]:
+    """The split_kv values SGLang's tilelang_fp8_paged_mqa_logits picks at any row count for a page table
+    of at least 256 blocks (sglang/kernels/ops/attention/dsa/tilelang_kernel.py: max(1, min(max_seq_len
+    // 64, 256 // rows))): what docker/tilelang-prebuild.py compiles."""
+    return sorted({max(1, 256 // rows) for rows in range(1, 258)}, reverse=True)
+
+
+def _fused_moe_findings(name: str, module: dict, facts: dict) -> list[Finding]:
+    """A fused MoE cut to some dtype pairs (docker/kernels_narrow.py): it loads with every symbol
+    resolved, holds the functions FlashInfer's wrapper reads, takes every keyword SGLang's
+    flashinfer_mxfp4 calls pass, and holds the dtype pair each call asks for."""
+    out = []
+    load = facts.get("load") or {}
+    if not load.get("rtld_now"):
+        out.append(Finding(Level.FAIL, f"{name}: does not load with every symbol resolved (RTLD_NOW): "
+                                        f"{load.get('error', 'no answer')}", fix=_REBUILD))
+    missing = sorted(n for n, present in (load.get("functions") or {}).items() if not present)
+    if missing:
+        out.append(Finding(Level.FAIL, f"{name}: lacks {', '.join(missing)}, which FlashInfer's "
+                                        "get_cutlass_fused_moe_module calls", fix=_REBUILD))
+    api, sglang = facts.get("flashinfer_api") or {}, facts.get("sglang_calls") or {}
+    if "source" not in sglang:
+        return out + [Finding(Level.FAIL, f"{name}: SGLang's flashinfer_mxfp4 calls cannot be read "
+                                           f"({sglang.get('error', 'no source')})", fix=_REBUILD)]
+    where = sglang.get("path", moe_calls.__name__)
+    found = moe_calls.calls(sglang["source"])
+    if not found:
+        out.append(Finding(Level.FAIL, f"{name}: no cutlass_fused_moe call found on SGLang's flashinfer_mxfp4 "
+                                        f"path in {where}: the cut cannot be checked against it",
+                           fix="update bundle/images/audit/moe_calls.py for this SGLang"))
+    kept = set(module.get("pairs_kept") or [])
+    params = set(api.get("params") or [])
+    for call in found:
+        unknown = sorted(set(call.keywords) - params) if params else []
+        if unknown:
+            out.append(Finding(Level.FAIL, f"{name}: SGLang's call at {where}:{call.line} passes "
+                                            f"{', '.join(unknown)}, which FlashInfer's cutlass_fused_moe does not take",
+                               fix="pin a FlashInfer that SGLang's release was built against (docker/lock.toml)"))
+        if call.pair not in kept:
+            out.append(Finding(Level.FAIL, f"{name}: SGLang's flashinfer_mxfp4 call at {where}:{call.line} asks for "
+                                            f"{call.pair_text()} (moe_gemm_kernels_{call.pair}.cu), left out of this "
+                                            f"image's fused MoE (kept: {', '.join(sorted(kept)) or 'none'})",
+                               fix="add the pair to PAIRS_KEPT in docker/kernels_narrow.py and `make image`"))
+    return out

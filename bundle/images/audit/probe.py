@@ -364,6 +364,43 @@ def _objdump(cuobjdump: str, path: str) -> dict:
             "cubins": _list(cuobjdump, path, "--list-elf"), "ptx": _list(cuobjdump, path, "--list-ptx")}
 
 
+def _embedded_cubins(path: str) -> list[bytes]:
+    """CUDA ELF images (e_machine 190) inside a host library that keeps them as data, not in a fatbin
+    section cuobjdump reads: TileLang's tvm_ffi executable.so carries its kernel's cubin that way."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return []
+    out, at = [], data.find(b"\x7fELF", 1)
+    while at != -1 and at + 64 <= len(data):
+        head = data[at:at + 64]
+        if head[4] == 2 and int.from_bytes(head[0x12:0x14], "little") == 190:  # ELF64, EM_CUDA
+            def end(offset: int, entsize: int, count: int) -> int:
+                return (int.from_bytes(head[offset:offset + 8], "little")
+                        + int.from_bytes(head[entsize:entsize + 2], "little") * int.from_bytes(head[count:count + 2], "little"))
+            size = max(end(0x28, 0x3A, 0x3C), end(0x20, 0x36, 0x38))  # section and program header tables
+            if 64 <= size <= len(data) - at:
+                out.append(data[at:at + size])
+        at = data.find(b"\x7fELF", at + 1)
+    return out
+
+
+def _objdump_embedded(cuobjdump: str, path: str) -> dict:
+    """cuobjdump on each cubin a library carries as data, reported under the library's own path."""
+    import tempfile
+
+    cubins, ptx = set(), set()
+    for i, blob in enumerate(_embedded_cubins(path)):
+        with tempfile.NamedTemporaryFile(suffix=f".{i}.cubin") as f:
+            f.write(blob)
+            f.flush()
+            cubins.update(_list(cuobjdump, f.name, "--list-elf"))
+            ptx.update(_list(cuobjdump, f.name, "--list-ptx"))
+    return {"path": path, "size": os.path.getsize(path), "cubins": sorted(cubins), "ptx": sorted(ptx),
+            "embedded": True}
+
+
 def section_libraries(inp: dict) -> dict:
     cuobjdump = inp.get("cuobjdump")
     if not cuobjdump or not os.access(cuobjdump, os.X_OK):
@@ -389,9 +426,15 @@ def section_libraries(inp: dict) -> dict:
         wanted = {m.get("path") for m in manifest.get("modules", {}).values()}
         wanted |= {os.path.join(site, rel) for site in roots for rel in subset}
         files = [p for p in files if p in wanted]
+    # The TileLang kernels the layer compiled live outside the package folders (their cache), their
+    # cubins inside executable.so as data.
+    manifest = json.loads(_read(inp.get("kernels_manifest", "/opt/bundle/kernels.json")) or "{}")
+    embedded = sorted({k["library"] for k in ((manifest.get("tilelang") or {}).get("kernels") or {}).values()
+                       if k.get("library") and os.path.isfile(k["library"])})
     t = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         listed = list(pool.map(lambda p: _objdump(cuobjdump, p), sorted(files)))
+        listed += list(pool.map(lambda p: _objdump_embedded(cuobjdump, p), embedded))
     return {"scanned": len(files), "subset": subset is not None, "seconds": round(time.monotonic() - t, 1),
             "libraries": [lib for lib in listed if lib["cubins"] or lib["ptx"]]}
 
@@ -484,6 +527,78 @@ print("LOOKUP " + json.dumps(out))
 """
 
 
+# A module's load as the GPU host does it, every symbol resolved (RTLD_NOW; the driver's from the base
+# layer's link stub under its soname), then the functions FlashInfer's own wrapper reads from it.
+_LOAD_NOW = """
+import ctypes, json, os, sys, torch, tvm_ffi
+path, names = sys.argv[1], json.loads(sys.argv[2])
+out = {"path": path}
+try:
+    ctypes.CDLL(path, mode=os.RTLD_NOW)
+    out["rtld_now"] = True
+    mod = tvm_ffi.load_module(path)
+    out["functions"] = {n: hasattr(mod, n) for n in names}
+except Exception as exc:
+    out["rtld_now"] = out.get("rtld_now", False)
+    out["error"] = f"{type(exc).__name__}: {exc}"[:500]
+print("LOADNOW " + json.dumps(out))
+"""
+
+# Where SGLang's flashinfer_mxfp4 runner calls FlashInfer's fused MoE, and FlashInfer's wrapper of it.
+SGLANG_MOE_CALLS = "sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py"
+FLASHINFER_MOE_API = "flashinfer/fused_moe/core.py"
+
+
+def _package_file(rel: str) -> str | None:
+    for site in _site_paths():
+        path = os.path.join(site, rel)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _flashinfer_moe_api(path: str) -> dict:
+    """FlashInfer's own wrapper: the parameters of cutlass_fused_moe and the functions
+    get_cutlass_fused_moe_module reads from the loaded module (`module.<name>`)."""
+    import ast
+
+    tree = ast.parse(_read(path, 1 << 24) or "")
+    params, attrs = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "cutlass_fused_moe" and not params:
+            a = node.args
+            params = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        if isinstance(node, ast.FunctionDef) and node.name == "get_cutlass_fused_moe_module":
+            attrs |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+                      and isinstance(n.value, ast.Name) and n.value.id == "module"}
+    return {"path": path, "params": params, "module_functions": sorted(attrs)}
+
+
+def _fused_moe_facts(library: str, library_dirs: list[str]) -> dict:
+    out: dict = {}
+    api_path, calls_path = _package_file(FLASHINFER_MOE_API), _package_file(SGLANG_MOE_CALLS)
+    out["flashinfer_api"] = _flashinfer_moe_api(api_path) if api_path else {"error": f"no {FLASHINFER_MOE_API}"}
+    out["sglang_calls"] = ({"path": calls_path, "source": _read(calls_path, 1 << 22)} if calls_path
+                           else {"error": f"no {SGLANG_MOE_CALLS}"})
+    stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as driver:
+        if os.path.exists(stub):
+            os.symlink(stub, os.path.join(driver, "libcuda.so.1"))
+        env = {**os.environ, "LD_LIBRARY_PATH": ":".join([driver, *library_dirs, os.environ.get("LD_LIBRARY_PATH", "")])}
+        names = out["flashinfer_api"].get("module_functions", [])
+        try:
+            proc = subprocess.run([sys.executable, "-c", _LOAD_NOW, library, json.dumps(names)], capture_output=True,
+                                  text=True, timeout=300, env=env)
+            line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("LOADNOW ")), None)
+            out["load"] = (json.loads(line[8:]) if line
+                           else {"rtld_now": False, "error": (proc.stderr.strip().splitlines() or ["?"])[-1][:500]})
+        except subprocess.TimeoutExpired:
+            out["load"] = {"rtld_now": False, "error": "the load did not answer in 300 s"}
+    return out
+
+
 def section_kernels(inp: dict) -> dict:
     manifest_path = inp.get("kernels_manifest", "/opt/bundle/kernels.json")
     out: dict = {"nvcc": _nvccs(), "cuda_h_version": _cuda_h_version(), "manifest": None}
@@ -497,9 +612,18 @@ def section_kernels(inp: dict) -> dict:
     out["modules"] = {name: {"present": os.path.isfile(m["path"]),
                              **(_elf(m["path"], library_dirs) if os.path.isfile(m["path"]) else {})}
                       for name, m in modules.items()}
+    # A module cut to some dtype pairs (docker/kernels_narrow.py): loaded and read against SGLang's calls.
+    out["fused_moe"] = {name: _fused_moe_facts(m["path"], library_dirs) for name, m in modules.items()
+                        if "pairs_kept" in m and os.path.isfile(m["path"])}
+    tilelang = (manifest.get("tilelang") or {}).get("kernels") or {}
+    out["tilelang"] = {name: {"present": bool(k.get("library")) and os.path.isfile(k["library"]),
+                              **(_elf(k["library"], library_dirs) if k.get("library") and os.path.isfile(k["library"])
+                                 else {})}
+                       for name, k in tilelang.items()}
     # FlashInfer's own lookup, as a server would ask it: JIT off, a fresh HOME (no JIT cache).
     env = {**os.environ, "FLASHINFER_DISABLE_JIT": "1", "HOME": "/tmp/audit-fresh-home"}
-    targets = {name: m.get("generator", "") for name, m in modules.items()}
+    # The generator the server calls (a cut module is built by another, under the same name).
+    targets = {name: m.get("lookup") or m.get("generator", "") for name, m in modules.items()}
     try:
         proc = subprocess.run([sys.executable, "-c", _LOOKUP, json.dumps(targets)], capture_output=True,
                               text=True, timeout=300, env=env)
