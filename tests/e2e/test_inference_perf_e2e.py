@@ -31,7 +31,7 @@ CLIENT_S = 10 * 60
 def pd(tmp_path_factory, rehearsal_image):
     if not client.EXECUTABLE.is_file():
         missing(f"inference-perf in {client.VENV} (make install makes it with a CPython 3.12)")
-    from bundle.images.rehearsal_model import ensure_model
+    from bundle.rehearsal.engine.model import ensure_model
 
     ensure_model(rehearsal_image)
     folder = tmp_path_factory.mktemp("inference-perf")
