@@ -96,6 +96,10 @@ def bench(stack: Stack, out_dir: Path, host: str, *, concurrency: int, prompts: 
            "--random-output-len", str(output_len), "--random-range-ratio", "1.0",
            "--num-prompts", str(prompts), "--max-concurrency", str(concurrency),
            "--output-file", "/out/bench.jsonl"]
+    if host == "router":
+        # smg in IGW mode (pd's front door: an unserved model is a 404) asks /generate to name the model, as
+        # `bundle bench` does (bundle/verify/bench_serving.py).
+        cmd += ["--extra-request-body", json.dumps({"model": SERVED})]
     env = {"OPENAI_API_KEY": key} if key else {}
     stack.run("bench", cmd, env=env, volumes=[(str(out_dir), "/out")])
     lines = (out_dir / "bench.jsonl").read_text().strip().splitlines()
