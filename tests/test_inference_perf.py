@@ -50,7 +50,6 @@ def served_with_usage(reports: dict, *, requests: int, output_len: int) -> None:
     """Every request succeeded, each with the output tokens asked for by the server's own usage count."""
     summary = reports["summary_lifecycle_metrics.json"]
     assert summary["successes"]["count"] == requests and summary["failures"]["count"] == 0, summary["failures"]
-    assert summary["successes"]["token_count_mismatches"] == 0
     per_request = reports["per_request_lifecycle_metrics.json"]
     assert len(per_request) == requests and not [r["error"] for r in per_request if r.get("error")]
     usage = [r["info"]["response_metrics"]["server_usage"]["completion_tokens"] for r in per_request]
@@ -68,4 +67,8 @@ def test_inference_perf_through_the_pd_router_gets_every_request_served_with_the
                             stages=[(4, 1), (16, 8)], input_len=16, output_len=8)
         done = client.run(cfg, tmp_path, timeout=300)
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        # The simulator's answers are whole words of its word-level tokenizer: the client's own count of
+        # the text it got agrees with the server's, request by request. (The engine's trained model emits
+        # text that re-tokenizes differently on the client; there only the server's usage is held.)
+        assert client.reports(out)["summary_lifecycle_metrics.json"]["successes"]["token_count_mismatches"] == 0
     served_with_usage(client.reports(out), requests=20, output_len=8)
