@@ -40,6 +40,14 @@ class RulesReport:
     def warning(self, line: str) -> None:
         self.findings.append(Finding(Level.WARN, line))
 
+    def error_at(self, source, path: tuple, text: str) -> None:
+        """An error at `path` of `source` (a config Source): its file and line, the key path, the text."""
+        self.error(f"{source.where(path)}: {format_path(path)}: {text}")
+
+    def errors_of(self, source) -> Error:
+        """The `error(path, text)` a rule takes, for the keys of `source`."""
+        return lambda path, text: self.error_at(source, path, text)
+
     # The rules' own words at their edge: a ConfigError lists the errors, the verbs print each warning
     # as "warning: ..." (users and their scripts read those).
     @property
@@ -58,10 +66,7 @@ class RulesReport:
 def check(dep: Deployment, rendered, *, require_model: bool = False) -> RulesReport:
     """Every semantic rule for the rendered topology; `require_model` turns a missing model into an error."""
     found = RulesReport()
-    where = dep.source.where
-
-    def error(path: tuple, text: str) -> None:
-        found.error(f"{where(path)}: {format_path(path)}: {text}")
+    error = found.errors_of(dep.source)
 
     topology = rendered.topology
     roles = dep.roles(topology)

@@ -23,10 +23,7 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 def check(dep: Deployment, topology: Topology) -> RulesReport:
     found = RulesReport()
-    where = dep.source.where
-
-    def error(path: tuple, text: str) -> None:
-        found.error(f"{where(path)}: {format_path(path)}: {text}")
+    error = found.errors_of(dep.source)
 
     k8s = dep.kubernetes
     base = dep.project_name(topology.name)
@@ -79,7 +76,7 @@ def check(dep: Deployment, topology: Topology) -> RulesReport:
                                                f"outside the cluster,")
         if text:
             path = ("kubernetes", "front_service_type")
-            found.warning(f"{where(path)}: {format_path(path)}: {text}")
+            found.warning(f"{dep.source.where(path)}: {format_path(path)}: {text}")
     return found
 
 

@@ -14,10 +14,7 @@ from bundle.topology import Topology
 
 def check(dep: Deployment, topology: Topology) -> RulesReport:
     found = RulesReport()
-    where = dep.source.where
-
-    def error(path: tuple, text: str) -> None:
-        found.error(f"{where(path)}: {format_path(path)}: {text}")
+    error = found.errors_of(dep.source)
 
     s = dep.slurm
     if topology.has_router and s.router_port == dep.network.worker_port:
