@@ -80,9 +80,9 @@ TEST_WORKERS ?= 2
 test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure), then the images the Docker tier stands on (progress shown, reused when present), then the slow, Docker and network tier
 	$(PYTEST_TIER) -n $(TEST_WORKERS) --dist loadfile \
 	  -m "not docker and not network and not slow and not gpu and not cluster" $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	@# --standin: the kernels layer compiles one small module (norm, about a minute) and the 31 TileLang
-	@# indexer kernels (about 100 CPU-s) through the same path as the GPU image's whole set (`make image` on
-	@# the GPU host, every core; docs/images.md).
+	@# --standin: the GPU image's real kernels layer (`make image` builds the same on the GPU host with
+	@# every core): FlashInfer's modules for 12.0a, the fused MoE cut to MXFP8 x MXFP4, and the 31 TileLang
+	@# indexer kernels, audited by the Docker tier (docs/images.md).
 	@# Built here, not inside a test, so a cold engine's quarter of an hour shows its progress (and no
 	@# two workers build the same image). Not beside the fast tier: on 2 cores that was slower in all
 	@# (2026-12-04: the fast tier took 260 s instead of 121 s, and the chain through pd 2 minutes longer).

@@ -177,6 +177,29 @@ def test_moe_runner_auto_is_predicted_as_flashinfer_mxfp4_with_the_dsv4_attentio
     assert predicted["pd/prefill"]["disaggregation_mode"] == "prefill"
 
 
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_the_standin_holds_the_gpu_images_real_kernels_layer_and_its_fused_moe_loads_with_rtld_now(
+        clean_audit, standin_image):
+    """CI builds the kernels layer `make image` builds (not one stand-in module): every module the
+    predicted choices may load, the fused MoE cut to MXFP8 x MXFP4, and the audit's kernels check (each
+    library's sm_120a SASS, the cut loaded with RTLD_NOW against SGLang's calls) passes on it."""
+    from bundle.images import kernels_jit
+
+    _, report, _ = clean_audit
+    check = next(c for c in report["checks"] if c["name"] == "kernels")
+    assert check["level"] == "OK", check
+    manifest = json.loads(subprocess.run(["docker", "run", "--rm", "--entrypoint", "cat", standin_image,
+                                          "/opt/bundle/kernels.json"], capture_output=True, text=True,
+                                         check=True).stdout)
+    assert set(manifest["modules"]) == set(kernels_jit.default_modules())
+    assert f"{len(manifest['modules'])} module(s) prebuilt for 12.0a" in check["summary"], check["summary"]
+    moe = manifest["modules"]["fused_moe_120"]
+    assert moe["generator"] == "kernels_narrow:gen_fused_moe_120_module" and moe["pairs_kept"] == ["fp8_fp4"]
+    assert "bf16_fp4" in moe["pairs_left_out"] and moe["left_out_symbols"] > 0
+
+
 # ---- planted faults: each one fails the audit and is named ----
 
 # Enter a planted module in the kernels layer's manifest, as the layer would have.
@@ -199,9 +222,14 @@ FAULTS = {
     "no-sm120": ("RUN cp {site}/sgl_kernel/flashmla_ops.abi3.so {site}/sgl_kernel/sm100/common_ops.abi3.so\n",
                  "levers", "moe_runner_backend=marlin needs sgl_kernel/sm100/common_ops.abi3.so, which has "
                            "no code for sm_120"),
-    # The kernels layer's one CI module (norm) gone from where FlashInfer's loader looks first.
-    "missing-module": ("RUN rm {site}/flashinfer/data/aot/norm/norm.so\n", "kernels",
-                       "norm: the kernels layer built it but its library is missing"),
+    # A module of the kernels layer (DeepSeek-V4's sparse MLA) gone from where FlashInfer's loader looks first.
+    "missing-module": ("RUN rm {site}/flashinfer/data/aot/sparse_mla_sm120/sparse_mla_sm120.so\n", "kernels",
+                       "sparse_mla_sm120: the kernels layer built it but its library is missing"),
+    # SGLang's flashinfer_mxfp4 runner calling the fused MoE without MXFP8 activation scaling: FlashInfer's
+    # binding then runs its bf16 x fp4 runner, a pair the layer's cut left out (docker/kernels_narrow.py).
+    "moe-pair": ("RUN sed -i '/^ *use_mxfp8_act_scaling=use_mxfp8_act_scaling,$/d' "
+                 "{site}/sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py\n", "kernels",
+                 "asks for bf16 x fp4 (moe_gemm_kernels_bf16_fp4.cu), left out of this image's fused MoE"),
     # A module built for another arch: mhc's library replaced by one holding sm_80/86/90a cubins only
     # (sglang-kernel's FlashAttention 3) and entered in the kernels layer's manifest.
     "wrong-arch": ("RUN mkdir -p {site}/flashinfer/data/aot/mhc && cp {site}/sgl_kernel/flash_ops.abi3.so "

@@ -95,8 +95,10 @@ def test_a_standin_plan_builds_the_same_layers_and_never_uses_the_real_tags(proj
     assert [lp.key for lp in plan.layers[:1]] == [lp.key for lp in real.layers[:1]]
     assert {k: v for k, v in plan.layer("framework").build_args.items() if k != "PARENT_IMAGE"} == \
         {k: v for k, v in real.layer("framework").build_args.items() if k != "PARENT_IMAGE"}
-    # A local build compiles one small module through the same path (CI's budget), unless told others.
-    assert plan.layer("kernels").build_args["KERNELS"] == "norm=flashinfer.jit.norm:gen_norm_module"
+    # A local build (CI) compiles the GPU image's real kernels layer, the fused MoE cut included, unless
+    # told others: the same KERNELS, so the same layer content, only the tag's repository differs.
+    assert plan.layer("kernels").build_args["KERNELS"] == real.layer("kernels").build_args["KERNELS"]
+    assert "fused_moe_120=kernels_narrow:gen_fused_moe_120_module" in plan.layer("kernels").build_args["KERNELS"]
     sampling = _plan(project, standin=True, kernels=["sampling"]).layer("kernels").build_args["KERNELS"]
     assert sampling == "sampling=flashinfer.jit.sampling:gen_sampling_module"
     assert sampling in real.layer("kernels").build_args["KERNELS"].split()
@@ -104,7 +106,7 @@ def test_a_standin_plan_builds_the_same_layers_and_never_uses_the_real_tags(proj
 
 def test_the_kernels_layer_compiles_every_module_the_choices_need_unless_narrowed(project):
     """By default every module of kernels_jit's table (FlashInfer's generators by name); --kernels
-    narrows it to CI's one small module, which changes the kernels layer's key and those above only."""
+    narrows it (`--kernels norm`: the lent-GPU proof's one small module), which changes the kernels layer's key and those above only."""
     full = _plan(project)
     words = full.layer("kernels").build_args["KERNELS"].split()
     names = [w.split("=")[0] for w in words]

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "registry (CI, the rehearsal's parent)")
     parser.add_argument("--kernels", nargs="+", metavar="NAME", default=None,
                         help="compile only these FlashInfer modules in the kernels layer (default: every module "
-                             "the predicted choices may load; with --standin: norm, one small module)")
+                             "the predicted choices may load, with --standin too)")
     parser.add_argument("--no-sbom", action="store_true",
                         help="build the runtime layer without the CycloneDX SBOM (and its label)")
     parser.add_argument("--lock", default=None, help="path of the lock (default docker/lock.toml)")

@@ -178,8 +178,8 @@ def layer_key(root: Path, spec: LayerSpec, build_args: dict[str, str], inputs: l
 def make_plan(lock: Lock, *, standin: bool = False, root: Path | None = None,
               kernels: list[str] | None = None) -> Plan:
     """Every layer with its tag, key, build arguments and labels; asks Docker nothing. `kernels`
-    narrows the kernels layer to those modules (default: kernels_jit.default_modules(), and
-    kernels_jit.LOCAL_MODULES for a `standin` build)."""
+    narrows the kernels layer to those modules (default: kernels_jit.default_modules(), a `standin`
+    build too: CI builds and audits the GPU image's real kernels layer)."""
     root = root or paths.project_root()
     # A stand-in build is never pushed: it is named without the registry host.
     repo = f"{local_name(lock.image_repo)}-standin" if standin else lock.image_repo
@@ -188,11 +188,8 @@ def make_plan(lock: Lock, *, standin: bool = False, root: Path | None = None,
     parent_tag = None
     for spec in LAYERS:
         args = dict(spec.args(lock))
-        if "KERNELS" in args and (kernels or standin):
-            # A local build (CI, the rehearsal's parent, `bundle upgrade`'s scratch build) compiles one
-            # small module through the same path; every caller that names the local chain's images
-            # (audit --standin, the tests) then agrees with `bundle build --standin`.
-            args["KERNELS"] = kernels_jit.build_arg(kernels or list(kernels_jit.LOCAL_MODULES))
+        if "KERNELS" in args and kernels:
+            args["KERNELS"] = kernels_jit.build_arg(kernels)
         if parent_tag is not None:
             args["PARENT_IMAGE"] = parent_tag
         inputs = [lock.data["overlay"]["path"] if rel == "@overlay" else rel for rel in spec.inputs]

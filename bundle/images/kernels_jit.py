@@ -7,9 +7,9 @@ cache: flashinfer/data/aot/<name>/<name>.so (is_aot). A fresh JIT cache volume t
 
 NEEDS maps a choice the audit predicts (a field of SGLang's resolved ServerArgs) to the modules
 that choice loads; `bundle build` compiles every module of the table (any config's choices then
-find theirs), a local build (`--standin`: CI) compiles LOCAL_MODULES (`norm`, one small module
-through the same path), `--kernels` picks any others, and
-`bundle audit` checks the modules the predicted choices need against what the layer holds.
+find theirs), and so does a local build (`--standin`: CI builds and audits the GPU image's real
+kernels layer); `--kernels` picks others, and `bundle audit` checks the modules the predicted
+choices need against what the layer holds.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ class Generator:
 # FlashInfer 0.7.2's generators by the module name they build (the name is the aot/ folder).
 GENERATORS: dict[str, Generator] = {
     "sparse_mla_sm120": Generator("flashinfer.jit.mla", "gen_sparse_mla_sm120_module"),
-    # FlashInfer's own full module (4,479 CPU-s). The cut to the MXFP8 x MXFP4 pair DeepSeek-V4 calls,
-    # Generator("kernels_narrow", "gen_fused_moe_120_module") (docker/kernels_narrow.py, installed in the
-    # layer; the audit then checks it against SGLang's calls), replaces it once one build of it has run
-    # to the end: none has yet (docs/images.md, "The fused MoE, cut to what DeepSeek-V4 calls").
-    "fused_moe_120": Generator("flashinfer.jit.fused_moe", "gen_cutlass_fused_moe_sm120_module"),
+    # FlashInfer's sm_120 fused MoE cut to the MXFP8 x MXFP4 pair DeepSeek-V4 calls (docker/kernels_narrow.py,
+    # installed in the layer; the audit checks it against SGLang's calls): FlashInfer's own full module,
+    # gen_cutlass_fused_moe_sm120_module, is 4,479 CPU-s of nvcc, most of an hour on 2 cores
+    # (docs/images.md, "The fused MoE, cut to what DeepSeek-V4 calls"; benchmarks/kernels_layer.py).
+    "fused_moe_120": Generator("kernels_narrow", "gen_fused_moe_120_module"),
     "mxfp8_quantization_sm100": Generator("flashinfer.jit.fp8_quantization", "gen_mxfp8_quantization_sm100_module"),
     "sampling": Generator("flashinfer.jit.sampling", "gen_sampling_module"),
     "mhc": Generator("flashinfer.jit.mhc", "gen_mhc_module"),
-    # Needed by no choice: the smallest module (about a minute of nvcc), what CI builds and audits.
+    # Needed by no choice: the smallest module (about a minute of nvcc), `--kernels norm` (the lent-GPU proof).
     "norm": Generator("flashinfer.jit.norm", "gen_norm_module"),
 }
 
@@ -56,11 +56,6 @@ ALWAYS: tuple[str, ...] = ("sampling",)
 # Built by default though no table row asks for it: mHC (DeepSeek-V4's hyper-connections) when
 # SGLang's mhc path is on; cheap (about 30 CPU-s).
 OPTIONAL: tuple[str, ...] = ("mhc",)
-
-
-# What a local build (`bundle build --standin`: CI, the rehearsal's parent) compiles: the smallest
-# module, through the same path as the full set (1.3 CPU-hours measured, `make image` on the GPU host).
-LOCAL_MODULES: tuple[str, ...] = ("norm",)
 
 
 def default_modules() -> list[str]:
