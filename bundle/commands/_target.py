@@ -14,6 +14,7 @@ from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.config.source import DEFAULTS_NAME
 from bundle.errors import EnvironmentProblem, InputError, NotFound
+from bundle.service.running import Launched
 from bundle.targets import registry as targets
 from bundle.stack import docker, engine, runstate
 from bundle.topology import Topology
@@ -48,7 +49,7 @@ class Target:
         from bundle.rehearsal import registry as rehearsal
         from bundle.service.prepare import prepare
 
-        mode = rehearsal.parse(self.record.rehearsal if self.record else None)
+        mode = rehearsal.from_record(self.record.rehearsal if self.record else None)
         rendered = prepare(self.topology.name, dep=self.dep, rehearsal=mode).rendered
         rendered.write()
         return runstate.LaunchRecord.of(rendered, rehearsal=rehearsal.name_of(mode), config=self.dep.source.name,
@@ -56,6 +57,12 @@ class Target:
 
     def stack(self):
         return targets.stack_of(self.launch)
+
+    def launched(self) -> Launched:
+        """What the running verbs' services take: its launch, stack and config only when it is up."""
+        if not self.up:
+            return Launched(self.project, self.topology, self.record, self.containers)
+        return Launched(self.project, self.topology, self.launch, self.containers, self.stack(), self.dep)
 
 
 def candidates(args: argparse.Namespace) -> list[Target]:
