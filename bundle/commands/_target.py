@@ -58,11 +58,13 @@ class Target:
     def stack(self):
         return targets.stack_of(self.launch)
 
-    def launched(self) -> Launched:
-        """What the running verbs' services take: its launch, stack and config only when it is up."""
+    def launched(self, *, config: bool = True) -> Launched:
+        """What the running verbs' services take: its launch, stack and (unless `config` is False: a verb
+        that needs none works where the launch's config file has gone) config only when it is up."""
         if not self.up:
             return Launched(self.project, self.topology, self.record, self.containers)
-        return Launched(self.project, self.topology, self.launch, self.containers, self.stack(), self.dep)
+        return Launched(self.project, self.topology, self.launch, self.containers, self.stack(),
+                        self.dep if config else None)
 
 
 def candidates(args: argparse.Namespace) -> list[Target]:
