@@ -4,12 +4,11 @@ ambiguous."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from functools import cached_property
 
 from bundle import topology as registry
-from bundle.commands._common import load
+from bundle.service.prepare import load
 from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.config.source import DEFAULTS_NAME
@@ -67,13 +66,14 @@ class Target:
                         self.dep if config else None)
 
 
-def candidates(args: argparse.Namespace) -> list[Target]:
-    """Every project the command could mean, those with containers first: the named config's
-    topologies, or (no config named) every launch recorded under runs/ plus the embedded defaults'."""
-    names = [args.topology] if getattr(args, "topology", None) else list(registry.NAMES)
-    named = getattr(args, "config", None) is not None or find_config(None) is not None
+def candidates(topology: str | None = None, config: str | None = None) -> list[Target]:
+    """Every project the command could mean (`topology` named or not, -c `config` or not), those with
+    containers first: the named config's topologies, or (no config named) every launch recorded under
+    runs/ plus the embedded defaults'."""
+    names = [topology] if topology else list(registry.NAMES)
+    named = config is not None or find_config(None) is not None
     engine.require_engine()
-    dep = load(args)
+    dep = load(config)
     records = {} if named else {r.project: r for r in runstate.all_records() if r.topology in names}
     for name in names:
         for project in targets.launched_projects(dep.project_name(name)):
@@ -93,14 +93,14 @@ def candidates(args: argparse.Namespace) -> list[Target]:
     return sorted(out, key=lambda t: (not t.up, t.project))
 
 
-def one_running(args: argparse.Namespace, *, verb: str) -> Target:
+def one_running(topology: str | None = None, config: str | None = None, *, verb: str) -> Target:
     """The one launched topology with containers; a BundleError naming the choices otherwise."""
-    found = candidates(args)
+    found = candidates(topology, config)
     up = [t for t in found if t.up]
     if not up:
         names = ", ".join(t.project for t in found[:4])
         raise NotFound(f"nothing to {verb}: {names or 'no project'} is not running",
-                       hint=f"`bundle launch {getattr(args, 'topology', None) or '|'.join(registry.NAMES)}` "
+                       hint=f"`bundle launch {topology or '|'.join(registry.NAMES)}` "
                             "first (add --rehearsal to rehearse without GPUs)")
     if len(up) > 1:
         listing = ", ".join(f"{t.project} ({t.topology.name})" for t in up)

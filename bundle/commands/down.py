@@ -33,8 +33,8 @@ def run(args: argparse.Namespace) -> int:
     engine.require_engine()
     engine.require_compose()
     target = None
-    if any(t.up for t in candidates(args)):
-        found = one_running(args, verb="take down")
+    if any(t.up for t in candidates(args.topology, args.config)):
+        found = one_running(args.topology, args.config, verb="take down")
         # The volumes down answers for are those the launch record names as made (not a record
         # rendered again for a project that has none).
         target = dataclasses.replace(found.launched(config=False), record=found.record)

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.service.status import StatusRequest, status
     from bundle.targets import registry as targets
 
-    found = candidates(args)
+    found = candidates(args.topology, args.config)
     shown = [t for t in found if t.up] or ([t for t in found] if args.topology else [])
     reports = []
     for t in shown:

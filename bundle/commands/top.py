@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.service.top import TopRequest, check_interval, readings
 
     check_interval(args.interval)  # before any project is looked for
-    target = one_running(args, verb="top").launched()
+    target = one_running(args.topology, args.config, verb="top").launched()
     for reading in readings(TopRequest(target, args.interval)):
         if args.json:
             print(json.dumps([r.as_dict() for r in reading.rows], indent=2))
