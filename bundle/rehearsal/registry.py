@@ -6,7 +6,9 @@ An entry holds its compose overlay (compose/<overlay>, `{topology}` replaced), w
 rendered env, its overrides of the servers' arguments, the artifacts it needs before a launch (the
 rehearsal image always; a trained model for the engine), whether it takes the simulator's --sim knobs,
 whether tune may sweep with it, and its description. The command line parses `--rehearsal` once
-(parse()) into a Mode; every service takes that value; a launch record stores its name.
+(parse(): a mode's name, or BARE_FLAG, the typed value `--rehearsal` alone stores) into a Mode; every
+service takes that value; a launch record stores its name (name_of()), read back by from_record(), the
+True and False of older records too.
 
 Adding a mode = its folder under bundle/rehearsal/ with its MODE, one line in MODES, and its overlay per topology (tests/test_rehearsal_modes.py makes a
 third from an entry and an overlay, and renders it for every topology).
