@@ -128,19 +128,23 @@ def test_when_the_router_gives_up_first_the_headline_still_names_the_kv_path():
 
 
 def test_status_names_the_kv_path_in_launchs_words_when_decode_counts_failures():
-    from bundle.commands import status
+    from bundle.service import status
+    from bundle.service.running import Launched
 
     class _Logs:
         def logs(self, service, tail=None):
             return "router | ERROR Decode server returned error status: 500 Internal Server Error\n"
 
-    target = SimpleNamespace(topology=PD, stack=lambda: _Logs())
+    target = Launched("p-pd", PD, None, ("p-pd-router-1",), _Logs())
     broken = _Metrics(prefill="sglang:kv_transfer_latency_ms_count 4\n",
                       decode="sglang:num_transfer_failed_reqs_total 4\nsglang:num_aborted_requests_total 4\n")
-    found = status._kv_path(target, broken)
-    assert found["kv_path"].startswith("decode counts 4 sglang:num_transfer_failed_reqs_total, "
-                                       "0 sglang:num_bootstrap_failed_reqs_total, 4 sglang:num_aborted_requests_total")
-    assert "router: Decode server returned error status: 500" in found["kv_path"]
-    assert found["kv_path_fix"] == kv_path.HINT
+    door = status.FrontDoorState("http://127.0.0.1:30000", status=500)
+    status.kv_path_evidence(target, broken, door)
+    assert door.kv_path.startswith("decode counts 4 sglang:num_transfer_failed_reqs_total, "
+                                   "0 sglang:num_bootstrap_failed_reqs_total, 4 sglang:num_aborted_requests_total")
+    assert "router: Decode server returned error status: 500" in door.kv_path
+    assert door.kv_path_fix == kv_path.HINT
     healthy = _Metrics(prefill="sglang:kv_transfer_latency_ms_count 4\n", decode="sglang:num_requests_total 4\n")
-    assert status._kv_path(target, healthy) == {}
+    door = status.FrontDoorState("http://127.0.0.1:30000", status=500)
+    status.kv_path_evidence(target, healthy, door)
+    assert door.kv_path is None and "kv_path" not in door.to_dict()

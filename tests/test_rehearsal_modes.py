@@ -31,7 +31,7 @@ def test_the_flag_is_parsed_once_into_a_mode():
     assert mode is rehearsal.get("sim") and args.rehearsal is mode
     assert resolve_rehearsal(args) is mode and sim_knobs(args) == {"SIM_TPOT_MS": "20"}
     # A launch record of an older driver stored True for the simulator, and False for none.
-    assert rehearsal.parse(True) is rehearsal.get("sim") and rehearsal.parse(False) is None
+    assert rehearsal.from_record(True) is rehearsal.get("sim") and rehearsal.from_record(False) is None
     with pytest.raises(BundleError, match="unknown rehearsal 'gpu'"):
         rehearsal.parse("gpu")
 

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from bundle.cli import main
-from bundle.commands import status
+from bundle.service import status
 from bundle.stack import engine as docker_engine
 from bundle.stack import runstate
 from tests.conftest import write_config

@@ -69,3 +69,33 @@ class _Stack:
 ])
 def test_the_stack_went_away_says_why(states, expected):
     assert stack_gone(_Stack(states), "router") == expected
+
+
+# The services a verb may call: bundle/service/'s, and the two stages that keep their own.
+SERVICE_MODULES = ("bundle.service.", "bundle.tune.service", "bundle.upgrade.service")
+
+
+def verbs_without_a_service(commands_dir) -> list[str]:
+    """Each verb (bundle/commands/<verb>.py) that imports no service module."""
+    found = []
+    for path in sorted(commands_dir.glob("[a-z]*.py")):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+        if not any(name.startswith(SERVICE_MODULES) for name in imported):
+            found.append(path.stem)
+    return found
+
+
+def test_every_verb_goes_through_a_service():
+    missing = verbs_without_a_service(PACKAGE_DIR / "commands")
+    assert not missing, f"verbs that reach past the services (give each a module in bundle/service/): {missing}"
+
+
+def test_a_verb_calling_the_images_directly_is_found(tmp_path):
+    (tmp_path / "planted.py").write_text("def run(args):\n    from bundle.images import build\n    build.execute()\n")
+    (tmp_path / "kept.py").write_text("def run(args):\n    from bundle.service import build as service\n")
+    assert verbs_without_a_service(tmp_path) == ["planted"]

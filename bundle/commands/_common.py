@@ -35,14 +35,11 @@ def add_rehearsal_arguments(parser: argparse.ArgumentParser, *, rehearsal_help: 
     parser.add_argument("--sim", action="append", default=[], metavar="KNOB=VALUE", help=sim_help)
 
 
-# What argparse stores for `--rehearsal` given alone: not a str, so argparse does not check it against
-# the choices, which are then the modes' names only (no placeholder offered as a mode in --help or docs).
-_BARE = object()
-
-
 def add_rehearsal_argument(parser: argparse.ArgumentParser, *, help: str) -> None:
     """--rehearsal [MODE]: its choices are the registry's (rehearsal/registry.py)."""
-    parser.add_argument("--rehearsal", nargs="?", const=_BARE, default=None,
+    # Given alone, argparse stores the registry's BARE_FLAG: not a str, so argparse does not check it
+    # against the choices, which are then the modes' names only (no placeholder offered as a mode).
+    parser.add_argument("--rehearsal", nargs="?", const=rehearsal.BARE_FLAG, default=None,
                         choices=rehearsal.NAMES, metavar="|".join(rehearsal.NAMES),
                         help=help)
 
@@ -50,8 +47,7 @@ def add_rehearsal_argument(parser: argparse.ArgumentParser, *, help: str) -> Non
 def resolve_rehearsal(args: argparse.Namespace, *, tuning: bool = False) -> rehearsal.Mode | None:
     """args.rehearsal parsed once into a mode (or None), written back into args."""
     if not isinstance(args.rehearsal, rehearsal.Mode):
-        value = rehearsal.BARE_FLAG if args.rehearsal is _BARE else args.rehearsal
-        args.rehearsal = rehearsal.parse(value, knobs=bool(getattr(args, "sim", None)), tuning=tuning)
+        args.rehearsal = rehearsal.parse(args.rehearsal, knobs=bool(getattr(args, "sim", None)), tuning=tuning)
     return args.rehearsal
 
 

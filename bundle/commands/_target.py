@@ -4,16 +4,16 @@ ambiguous."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from functools import cached_property
 
 from bundle import topology as registry
-from bundle.commands._common import load
+from bundle.service.prepare import load
 from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.config.source import DEFAULTS_NAME
 from bundle.errors import EnvironmentProblem, InputError, NotFound
+from bundle.service.running import Launched
 from bundle.targets import registry as targets
 from bundle.stack import docker, engine, runstate
 from bundle.topology import Topology
@@ -48,7 +48,7 @@ class Target:
         from bundle.rehearsal import registry as rehearsal
         from bundle.service.prepare import prepare
 
-        mode = rehearsal.parse(self.record.rehearsal if self.record else None)
+        mode = rehearsal.from_record(self.record.rehearsal if self.record else None)
         rendered = prepare(self.topology.name, dep=self.dep, rehearsal=mode).rendered
         rendered.write()
         return runstate.LaunchRecord.of(rendered, rehearsal=rehearsal.name_of(mode), config=self.dep.source.name,
@@ -57,14 +57,23 @@ class Target:
     def stack(self):
         return targets.stack_of(self.launch)
 
+    def launched(self, *, config: bool = True) -> Launched:
+        """What the running verbs' services take: its launch, stack and (unless `config` is False: a verb
+        that needs none works where the launch's config file has gone) config only when it is up."""
+        if not self.up:
+            return Launched(self.project, self.topology, self.record, self.containers)
+        return Launched(self.project, self.topology, self.launch, self.containers, self.stack(),
+                        self.dep if config else None)
 
-def candidates(args: argparse.Namespace) -> list[Target]:
-    """Every project the command could mean, those with containers first: the named config's
-    topologies, or (no config named) every launch recorded under runs/ plus the embedded defaults'."""
-    names = [args.topology] if getattr(args, "topology", None) else list(registry.NAMES)
-    named = getattr(args, "config", None) is not None or find_config(None) is not None
+
+def candidates(topology: str | None = None, config: str | None = None) -> list[Target]:
+    """Every project the command could mean (`topology` named or not, -c `config` or not), those with
+    containers first: the named config's topologies, or (no config named) every launch recorded under
+    runs/ plus the embedded defaults'."""
+    names = [topology] if topology else list(registry.NAMES)
+    named = config is not None or find_config(None) is not None
     engine.require_engine()
-    dep = load(args)
+    dep = load(config)
     records = {} if named else {r.project: r for r in runstate.all_records() if r.topology in names}
     for name in names:
         for project in targets.launched_projects(dep.project_name(name)):
@@ -84,14 +93,14 @@ def candidates(args: argparse.Namespace) -> list[Target]:
     return sorted(out, key=lambda t: (not t.up, t.project))
 
 
-def one_running(args: argparse.Namespace, *, verb: str) -> Target:
+def one_running(topology: str | None = None, config: str | None = None, *, verb: str) -> Target:
     """The one launched topology with containers; a BundleError naming the choices otherwise."""
-    found = candidates(args)
+    found = candidates(topology, config)
     up = [t for t in found if t.up]
     if not up:
         names = ", ".join(t.project for t in found[:4])
         raise NotFound(f"nothing to {verb}: {names or 'no project'} is not running",
-                       hint=f"`bundle launch {getattr(args, 'topology', None) or '|'.join(registry.NAMES)}` "
+                       hint=f"`bundle launch {topology or '|'.join(registry.NAMES)}` "
                             "first (add --rehearsal to rehearse without GPUs)")
     if len(up) > 1:
         listing = ", ".join(f"{t.project} ({t.topology.name})" for t in up)

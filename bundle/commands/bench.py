@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.verify import limits, tables
     from bundle.reporter import report_console
 
-    target = one_running(args, verb="benchmark")
+    target = one_running(args.topology, args.config, verb="benchmark")
     dep, topology, record = target.dep, target.topology, target.launch
     request = request_of(args)
     console = report_console(stderr=args.json)  # --json: stdout holds the record alone

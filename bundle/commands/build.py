@@ -1,4 +1,5 @@
-"""`bundle build`: build the layered images from docker/lock.toml, reusing unchanged layers."""
+"""`bundle build`: build the layered images from docker/lock.toml, reusing unchanged layers. The work is
+the build service's (bundle/service/build.py); this file parses and prints."""
 
 from __future__ import annotations
 
@@ -7,11 +8,8 @@ import argparse
 from rich.console import Console
 
 from bundle.images import build
-from bundle.lock import load_lock
 
 HELP = "build the layered images pinned by docker/lock.toml (--dry-run prints the plan)"
-
-# BuildKit's plain progress: a step header ("#7 [3/4] RUN ...") or an error line.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,31 +31,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bundle.service import build as service
+
     console = Console(highlight=False)
-    lock = load_lock(args.lock)
-    plan = build.make_plan(lock, standin=args.standin, kernels=args.kernels)
-    layers = build.select_layers(plan, args.layer)
+    request = service.BuildRequest(lock=args.lock, layers=tuple(args.layer) if args.layer else None,
+                                   use_cache=not args.no_cache, standin=args.standin,
+                                   kernels=tuple(args.kernels) if args.kernels is not None else None,
+                                   with_sbom=not args.no_sbom)
     if args.dry_run:
-        _print_plan(console, plan, layers)
+        _print_plan(console, service.plan(request))
         return 0
-    results = build.execute(plan, layers, use_cache=not args.no_cache, force=bool(args.layer),
-                            with_sbom=not args.no_sbom,
-                            report=lambda msg: console.print(msg, markup=False),
-                            progress=lambda msg: console.print(f"    {msg}", style="dim", markup=False,
-                                                               soft_wrap=True))
-    built = sum(1 for r in results if r.action == "built")
-    console.print(f"done: {built} built, {len(results) - built} reused; "
-                  f"image {plan.layers[-1].extra_tags[0] if plan.layers[-1].extra_tags else plan.layers[-1].tag} "
-                  f"(lock {lock.hash})", markup=False)
+    built = service.build(request, console)
+    console.print(f"done: {built.built} built, {built.reused} reused; image {built.image} (lock {built.lock_hash})",
+                  markup=False)
     return 0
 
 
-def _print_plan(console: Console, plan: build.Plan, layers: list[build.LayerPlan]) -> None:
+def _print_plan(console: Console, planned) -> None:
     """Plain lines, not a table: the plan is read in CI logs and terminals of any width."""
+    plan, layers, states = planned.plan, planned.layers, planned.states
     lock = plan.lock
     out = [f"lock {lock.path}  hash {lock.hash}  image {plan.layers[-1].extra_tags[0]}"
            + ("  (local build, never pushed: named without the registry)" if plan.standin else "")]
-    states = _states(layers)
     for i, lp in enumerate(layers, 1):
         out.append(f"[{i}/{len(layers)}] {lp.name:<9} {lp.tag}  {states.get(lp.name, '')}")
         for extra in lp.extra_tags:
@@ -68,16 +63,3 @@ def _print_plan(console: Console, plan: build.Plan, layers: list[build.LayerPlan
     out.append("pins: " + ", ".join(f"{k} {v}" for k, v in lock.pins.items() if k != "base_image"))
     for line in out:
         console.print(line, markup=False, soft_wrap=True)
-
-
-def _states(layers: list[build.LayerPlan]) -> dict[str, str]:
-    """'(built: will be reused)' / '(to build)' per layer, or nothing when no engine answers."""
-    from bundle.stack import engine
-    from bundle.errors import EnvironmentProblem
-
-    try:
-        engine.require_engine()
-    except EnvironmentProblem:
-        return {}
-    return {lp.name: "(built: will be reused)" if engine.image_facts(lp.tag) else "(to build)"
-            for lp in layers}

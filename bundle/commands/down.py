@@ -2,12 +2,14 @@
 
 Like `docker compose down`, it needs no topology: the one that is up is found from the launch
 records. The model is a read-only bind mount and is never touched; the JIT cache volume is kept (a
-restart then skips minutes of kernel compilation) unless --volumes asks for it explicitly.
+restart then skips minutes of kernel compilation) unless --volumes asks for it explicitly. The work is
+the down service's (bundle/service/down.py); this file parses and prints.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from bundle.commands._common import add_config_argument, add_topology_argument
 
@@ -25,29 +27,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._target import candidates, one_running
-    from bundle.stack import docker, engine
+    from bundle.service.down import DownRequest, down
+    from bundle.stack import engine
 
     engine.require_engine()
     engine.require_compose()
-    if not any(t.up for t in candidates(args)):
+    target = None
+    if any(t.up for t in candidates(args.topology, args.config)):
+        found = one_running(args.topology, args.config, verb="take down")
+        # The volumes down answers for are those the launch record names as made (not a record
+        # rendered again for a project that has none).
+        target = dataclasses.replace(found.launched(config=False), record=found.record)
+    return _print(down(DownRequest(target, volumes=args.volumes, timeout=args.timeout)))
+
+
+def _print(result) -> int:
+    if result.project is None:
         print("nothing to take down: no launched topology has containers")
         return 0
-    target = one_running(args, verb="take down")
-    before = target.containers
-    volumes_removed = target.stack().down(volumes=args.volumes, timeout=args.timeout)
-    left = docker.project_containers(target.project) + docker.project_networks(target.project)
-    # Only the volumes its launch recorded as made are down's to remove: compose keeps the cache
-    # and data volumes by design, and another target's launch under the same project name made others.
-    own = set(target.record.created_volumes) if target.record else set()
-    volumes = docker.project_volumes(target.project)
-    if volumes_removed:
-        left += sorted(own & set(volumes))
-    if left:
-        print(f"{target.project}: still present after down: {', '.join(left)}")
+    if not result.ok:
+        print(f"{result.project}: still present after down: {', '.join(result.left)}")
         return 1
-    kept = "" if volumes_removed else " (cache volume kept)"
-    print(f"{target.project}: removed {len(before)} containers and its network{kept}")
-    alone = sorted(set(volumes) - own) if volumes_removed else []
-    if alone:
-        print(f"{target.project}: left alone (not made by this launch): {', '.join(alone)}")
+    kept = "" if result.volumes_removed else " (cache volume kept)"
+    print(f"{result.project}: removed {result.removed} containers and its network{kept}")
+    if result.alone:
+        print(f"{result.project}: left alone (not made by this launch): {', '.join(result.alone)}")
     return 0

@@ -1,4 +1,5 @@
-"""`bundle lock set-digest DIGEST`: record the published digest in docker/lock.toml (one line)."""
+"""`bundle lock set-digest DIGEST`: record the published digest in docker/lock.toml (one line), through
+the lock service (bundle/service/lock.py)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from bundle.lock import default_lock_path
-    from bundle.images.lock_edit import set_published_digest
+    from bundle.service.lock import SetDigestRequest, set_digest
 
-    path = args.lock or default_lock_path()
-    lock, changed = set_published_digest(path, args.digest)
+    done = set_digest(SetDigestRequest(args.digest, lock=args.lock))
     Console(highlight=False).print(
-        f"{lock.path}: [image] published_digest = {args.digest}" + ("" if changed else " (already set)")
-        + f"; lock {lock.hash}, image {lock.image_repo}@{args.digest}", markup=False, soft_wrap=True)
+        f"{done.lock.path}: [image] published_digest = {done.digest}" + ("" if done.changed else " (already set)")
+        + f"; lock {done.lock.hash}, image {done.lock.image_repo}@{done.digest}", markup=False, soft_wrap=True)
     return 0

@@ -1,4 +1,5 @@
-"""`bundle logs [tp4|pd|dp] [SERVICE] [-f] [--tail N]`: the servers' and router's logs."""
+"""`bundle logs [tp4|pd|dp] [SERVICE] [-f] [--tail N]`: the servers' and router's logs, read by the logs
+service (bundle/service/logs.py) and written here as they come."""
 
 from __future__ import annotations
 
@@ -20,27 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle import log_lines
     from bundle.commands._target import one_running
-    from bundle.errors import UsageError
+    from bundle.service.logs import LogsRequest, logs
 
-    target = one_running(args, verb="show the logs of")
-    names = [s.name for s in target.topology.services]
-    if args.service and args.service not in names:
-        raise UsageError(f"{target.topology.name} has no service {args.service!r}; its services: "
-                         f"{', '.join(names)}")
-    output = target.stack().logs(args.service, tail=args.tail, follow=args.follow, timestamps=False)
-    # Lines end at "\n" only and a progress bar shows its last state (bundle/log_lines.py): a bar that
-    # rewrote itself 700 times is one line, not 70 KB of carriage returns.
-    if isinstance(output, str):
-        sys.stdout.writelines(f"{line}\n" for line in log_lines.lines(output, log_lines.prefixed_last_state))
-        return 0
-    splitters: dict[str, log_lines.LineSplitter] = {}
-    for source, chunk in output:  # python-on-whales streams (stdout|stderr, bytes)
-        splitter = splitters.setdefault(source, log_lines.LineSplitter(log_lines.prefixed_last_state))
-        for line in splitter.feed(chunk):
-            sys.stdout.write(f"{line}\n")
-        sys.stdout.flush()
-    for line in (rest for splitter in splitters.values() for rest in splitter.flush()):
-        sys.stdout.write(f"{line}\n")
+    target = one_running(args.topology, args.config, verb="show the logs of").launched(config=False)
+    batches = logs(LogsRequest(target, args.service, tail=args.tail, follow=args.follow))
+    # Raw lines on stdout, not a console: a log is piped and grepped as the servers wrote it.
+    for batch in batches:
+        sys.stdout.writelines(f"{line}\n" for line in batch)
+        if args.follow:
+            sys.stdout.flush()
     return 0

@@ -49,45 +49,39 @@ def _checkpoint_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle.commands._common import load
-    from bundle.errors import InputError
-    from bundle.images import model
-    from bundle.lock import load_lock
+    from bundle.images.model import DEFAULT_CHECKPOINT
+    from bundle.service import model as service
 
-    from bundle.rules import checkpoint
-
-    lock = load_lock()
-    folder = None if args.action == "pin" else Path(args.path or load(args).model_path).expanduser()
-    which = args.checkpoint if args.action != "check" else model.checkpoint_of(folder)
-    table = model.CHECKPOINT_TABLES[which]
-    pin = model.model_pin(lock, which)
-    if pin is None:
-        raise InputError(f"{lock.path}: no [{table}] table",
-                         hint=f'add [{table}] with repo = "deepseek-ai/{model.CHECKPOINT_NAMES[which]}", '
-                              f'revision = "" and [{table}.files], then `bundle model pin --checkpoint {which}`')
-    image = getattr(args, "image", None) or lock.image_ref
+    # check has no --checkpoint (the folder names its own), pin no --path, no -c and no --sha256.
+    request = service.ModelRequest(checkpoint=getattr(args, "checkpoint", None) or DEFAULT_CHECKPOINT,
+                                   path=Path(args.path) if getattr(args, "path", None) else None,
+                                   config=getattr(args, "config", None), revision=getattr(args, "revision", None),
+                                   image=getattr(args, "image", None), sha256=getattr(args, "sha256", False))
     if args.action == "pin":
-        revision, manifest = model.pin(image, pin, args.revision)
-        model.write_pin(lock, revision, manifest, which)
-        print(f"pinned {pin.repo}@{revision}: {len(manifest)} files written to {lock.path} [{table}.files]")
+        pinned = service.pin(request)
+        found = pinned.checkpoint
+        print(f"pinned {found.pin.repo}@{pinned.revision}: {pinned.files} files written to {found.lock.path} "
+              f"[{found.table}.files]")
         return 0
-    if args.action == "check":
-        info = checkpoint.identify(folder)
-        print(f"{folder} holds " + (info.describe() if info else "no readable config.json"))
-        if info is not None and info.refused:
-            print(info.refused)
-            return 1
     if args.action == "fetch":
-        differences = model.fetch(image, pin, folder)
-    else:
-        if not pin.pinned:
-            raise InputError(f"{lock.path}: {table}.revision is not pinned for {pin.repo}: nothing to check against",
-                             hint=f"run `bundle model pin --checkpoint {which}` on a host that reaches the Hub")
-        differences = model.check_folder(folder, pin, shards_sha256=args.sha256)
-    for d in differences:
+        return _print(service.fetch(request, report=print))
+    identified = service.identify(request)
+    info = identified.info
+    print(f"{identified.checkpoint.folder} holds " + (info.describe() if info else "no readable config.json"))
+    if identified.refused:
+        print(identified.refused)
+        return 1
+    return _print(service.compare(request, identified))
+
+
+def _print(compared) -> int:
+    found = compared.checkpoint
+    folder, pin = found.folder, found.pin
+    for d in compared.differences:
         print(f"{folder}/{d.path}: {d.what}")
-    if differences:
-        print(f"{len(differences)} file(s) differ from {pin.repo}@{pin.revision[:12]} (docker/lock.toml [{table}.files])")
+    if compared.differences:
+        print(f"{len(compared.differences)} file(s) differ from {pin.repo}@{pin.revision[:12]} "
+              f"(docker/lock.toml [{found.table}.files])")
         return 1
     print(f"{folder} matches {pin.repo}@{pin.revision[:12]} ({len(pin.files)} files)")
     return 0

@@ -1,4 +1,5 @@
-"""`bundle pull`: fetch this lock's published worker image by digest, verified, or refuse it."""
+"""`bundle pull`: fetch this lock's published worker image by digest, verified, or refuse it. The work is
+the pull service's (bundle/service/pull.py); this file parses and prints."""
 
 from __future__ import annotations
 
@@ -17,19 +18,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from bundle.lock import load_lock
-    from bundle.images.pull import not_published_error, pull_verified, target_from_lock
-    from bundle.stack import engine
+    from bundle.service.pull import PullRequest, pull
 
-    lock = load_lock(args.lock)
-    target = target_from_lock(lock)
-    if not target.digest:
-        raise not_published_error(target, str(lock.path))
-    engine.require_engine()
     console = Console(highlight=False, stderr=False)
     err = Console(highlight=False, stderr=True)
-    report = pull_verified(target, lock, require_signature=args.require_signature,
-                           on_progress=lambda msg: err.print(msg, markup=False))
+    pulled = pull(PullRequest(lock=args.lock, require_signature=args.require_signature), err)
+    report, target = pulled.report, pulled.target
     for check in report.checks:
         style = "green" if check.status == "ok" else "bold yellow"
         console.print(f"[{style}]{check.status:<11}[/] {check.check:<9} {escape(check.detail)}", soft_wrap=True)

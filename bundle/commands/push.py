@@ -1,4 +1,5 @@
-"""`bundle push`: publish this lock's runtime image to `[image] repo` and print its digest."""
+"""`bundle push`: publish this lock's runtime image to `[image] repo` and print its digest. The work is the
+push service's (bundle/service/push.py); this file parses and prints."""
 
 from __future__ import annotations
 
@@ -23,22 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from bundle.images import publish
-    from bundle.lock import load_lock
-    from bundle.stack import engine
+    from bundle.service.push import PushRequest, push, write_outputs
 
-    lock = load_lock(args.lock)
-    plan = publish.plan_push(lock, args.image)
     console = Console(highlight=False)
-    if args.dry_run:
-        values = plan.outputs()
-    else:
-        engine.require_engine()
-        console.print(f"pushing {plan.source} as {plan.tag} to {plan.registry} ...", markup=False)
-        published = publish.push(plan, sbom_out=Path(args.sbom_out) if args.sbom_out else None)
-        values = published.outputs()
-    for key, value in values.items():
+    request = PushRequest(lock=args.lock, image=args.image, dry_run=args.dry_run,
+                          output=Path(args.output) if args.output else None,
+                          sbom_out=Path(args.sbom_out) if args.sbom_out else None)
+    pushed = push(request, console)
+    for key, value in pushed.values.items():
         console.print(f"{key}={value}", markup=False, soft_wrap=True)
-    if args.output:
-        publish.write_outputs(Path(args.output), values)
+    write_outputs(request, pushed)
     return 0

@@ -1,4 +1,5 @@
-"""`bundle sign DIGEST`: sign `<[image] repo>@DIGEST` with cosign (keyless) and attest its SBOM."""
+"""`bundle sign DIGEST`: sign `<[image] repo>@DIGEST` with cosign (keyless) and attest its SBOM. The work is the
+sign service's (bundle/service/sign.py); this file parses and prints."""
 
 from __future__ import annotations
 
@@ -17,20 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from bundle.errors import InputError
-    from bundle.images import signature
-    from bundle.lock import load_lock
-    from bundle.images.reference import DIGEST
+    from bundle.service.sign import SignRequest, sign
 
-    if not DIGEST.match(args.digest):
-        raise InputError(f"{args.digest!r} is not a digest (sha256:<64 hex>)",
-                         hint="pass the digest `bundle push` printed (digest=sha256:...)")
-    sbom = Path(args.sbom) if args.sbom else None
-    if sbom is not None and not sbom.is_file():
-        raise InputError(f"{sbom}: no such file", hint="bundle push --sbom-out FILE writes it")
-    lock = load_lock(args.lock)
     console = Console(highlight=False)
-    ref = f"{lock.image_repo}@{args.digest}"
-    signature.sign(ref, sbom, report=lambda msg: console.print(msg, markup=False, soft_wrap=True))
-    console.print(f"signed {ref}", markup=False)
+    signed = sign(SignRequest(args.digest, lock=args.lock, sbom=Path(args.sbom) if args.sbom else None), console)
+    console.print(f"signed {signed.ref}", markup=False)
     return 0

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle import topology as registry
     from bundle.verify.smoke import compare_answers, last_comparable_report
 
-    target = one_running(args, verb="smoke-test")
+    target = one_running(args.topology, args.config, verb="smoke-test")
     dep, topology = target.dep, target.topology
     console = report_console(stderr=args.json)
     with console.status(f"smoke-testing {topology.name} at {front_door(dep, topology).url} ..."):

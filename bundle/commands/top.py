@@ -1,12 +1,12 @@
 """`bundle top [tp4|pd|dp] [--interval SECONDS] [--watch] [--json]`: the live figures per server
 (tok/s, TTFT, TPOT, queue, running, KV use, KV transfer speed), read from each server's /metrics
-inside its container, twice, `--interval` apart: for a terminal or an SSH session, without Grafana."""
+inside its container, twice, `--interval` apart: for a terminal or an SSH session, without Grafana. The
+readings are the top service's (bundle/service/top.py); this file parses and prints."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
 
 from bundle.commands._common import add_config_argument, add_topology_argument
 
@@ -22,42 +22,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output (one reading)")
 
 
-def _reading(workers, services) -> dict[str, dict[str, float]]:
-    from bundle.stack.workers import parse_prometheus
-
-    out = {}
-    for service in services:
-        reply = workers.get(service, "/metrics", timeout=5)
-        out[service] = parse_prometheus(reply.text) if reply.status == 200 else {}
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     from bundle.commands._target import one_running
-    from bundle.errors import UsageError
-    from bundle.monitoring.live import figures
-    from bundle.stack.workers import ComposeWorkers
+    from bundle.service.top import TopRequest, check_interval, readings
 
-    if args.interval <= 0:
-        raise UsageError(f"--interval {args.interval}: must be above 0 seconds",
-                         hint="e.g. --interval 3")
-    target = one_running(args, verb="top")
-    running = {s.service for s in target.stack().states() if s.state == "running"}
-    services = [s.name for s in target.topology.servers if s.name in running]
-    workers = ComposeWorkers(target.stack(), {name: name for name in services}, port=target.dep.network.worker_port)
-    while True:
-        before = _reading(workers, services)
-        began = time.monotonic()
-        time.sleep(args.interval)
-        after = _reading(workers, services)
-        seconds = time.monotonic() - began
-        rows = [figures(s, before[s], after[s], seconds) for s in services]
+    check_interval(args.interval)  # before any project is looked for
+    target = one_running(args.topology, args.config, verb="top").launched()
+    for reading in readings(TopRequest(target, args.interval)):
         if args.json:
-            print(json.dumps([r.as_dict() for r in rows], indent=2))
+            print(json.dumps([r.as_dict() for r in reading.rows], indent=2))
             return 0
-        _print(target.project, rows, seconds)
+        _print(reading.project, reading.rows, reading.seconds)
         if not args.watch:
             return 0
+    return 0
 
 
 def _cell(value, fmt: str) -> str:

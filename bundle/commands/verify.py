@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from bundle.findings import Level
     from bundle.service.verify import verify
 
-    target = one_running(args, verb="verify")
+    target = one_running(args.topology, args.config, verb="verify")
     verified = verify(target.project, target.containers)
     if args.json:
         print(json.dumps(verified.as_dict(), indent=2))

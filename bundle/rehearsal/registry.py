@@ -6,7 +6,9 @@ An entry holds its compose overlay (compose/<overlay>, `{topology}` replaced), w
 rendered env, its overrides of the servers' arguments, the artifacts it needs before a launch (the
 rehearsal image always; a trained model for the engine), whether it takes the simulator's --sim knobs,
 whether tune may sweep with it, and its description. The command line parses `--rehearsal` once
-(parse()) into a Mode; every service takes that value; a launch record stores its name.
+(parse(): a mode's name, or BARE_FLAG, the typed value `--rehearsal` alone stores) into a Mode; every
+service takes that value; a launch record stores its name (name_of()), read back by from_record(), the
+True and False of older records too.
 
 Adding a mode = its folder under bundle/rehearsal/ with its MODE, one line in MODES, and its overlay per topology (tests/test_rehearsal_modes.py makes a
 third from an entry and an overlay, and renders it for every topology).
@@ -57,22 +59,42 @@ def get(name: str) -> Mode:
                          hint=f"use --rehearsal {' or --rehearsal '.join(MODES)}") from None
 
 
-def parse(value: str | bool | None, *, knobs: bool = False, tuning: bool = False) -> Mode | None:
-    """A mode from the command line or a launch record: None or False (no rehearsal), a mode's name,
-    BARE_FLAG (`--rehearsal` alone: BARE; the mode that takes knobs when --sim gave some, or when
-    `tuning`, the first tunable one), or True (a launch record of an older driver: the simulator)."""
+class Bare:
+    """`--rehearsal` given without a mode's name: the mode is chosen by what else was asked (bare())."""
+
+    def __repr__(self) -> str:
+        return "BARE_FLAG"
+
+
+BARE_FLAG = Bare()  # the one value the command line stores for `--rehearsal` given alone
+
+
+def bare(*, knobs: bool = False, tuning: bool = False) -> Mode:
+    """The mode `--rehearsal` alone means: BARE; the mode that takes knobs when --sim gave some; when
+    `tuning`, the first tunable one."""
+    if tuning:
+        return next(m for m in MODES.values() if m.tunable)
+    return MODES[BARE_WITH_KNOBS if knobs else BARE]
+
+
+def parse(value: str | Bare | None, *, knobs: bool = False, tuning: bool = False) -> Mode | None:
+    """A mode from the command line: None (no rehearsal), a mode's name (unknown: a usage error), or
+    BARE_FLAG (`--rehearsal` alone, see bare())."""
+    if value is None:
+        return None
+    if isinstance(value, Bare):
+        return bare(knobs=knobs, tuning=tuning)
+    return get(value)
+
+
+def from_record(value: str | bool | None) -> Mode | None:
+    """The mode a launch record names (what name_of() stored): a mode's name, None; from an older
+    driver, True (the simulator) or False (none)."""
     if value is None or value is False:
         return None
     if value is True:
         return MODES[BARE_WITH_KNOBS]
-    if value == BARE_FLAG:
-        if tuning:
-            return next(m for m in MODES.values() if m.tunable)
-        return MODES[BARE_WITH_KNOBS if knobs else BARE]
     return get(value)
-
-
-BARE_FLAG = "default"  # what argparse stores for `--rehearsal` given without a value
 
 
 def name_of(mode: Mode | None) -> str | None:

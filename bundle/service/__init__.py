@@ -1,4 +1,4 @@
-"""The services below the verbs: typed values in, typed results out, the work done. A verb in
+"""The services below the verbs, one per verb: typed values in, typed results out, the work done. A verb in
 bundle/commands/ parses its flags into a request, calls a service, prints its result and maps it to an
 exit code; `bundle tune` calls the same services for each candidate. No argparse namespace reaches this
 package or anything below it, and nothing here prints but on the Reporter the verb passes in
@@ -14,6 +14,17 @@ bench.py         BenchRequest -> bench_serving's levels or a soak against a laun
 audit.py         AuditRequest -> the image checked from inside, its report saved
 verify.py        the running containers held to the lock
 doctor.py        DoctorRequest -> the host's preflight report
+running.py       Launched: the launched project a running verb acts on, as the verb found it
+status.py        StatusRequest -> Status: containers, their problems (paused, hung), the front door's probe
+down.py          DownRequest -> Downed (nothing up is a result): what down removed, left, left alone
+logs.py          LogsRequest -> batches of log lines, a progress bar as its last state
+top.py           TopRequest -> readings of the live figures per running server
+build.py         BuildRequest -> Planned (a dry run) or Built
+push.py          PushRequest -> Pushed: the values a release records, written to $GITHUB_OUTPUT when asked
+pull.py          PullRequest -> Pulled: the image by digest, each check's verdict
+sign.py          SignRequest -> Signed: cosign's keyless signature and the SBOM attested
+lock.py          SetDigestRequest -> DigestSet: the published digest in the lock
+model.py         ModelRequest -> Pinned, Compared, Identified: the checkpoint in the lock and a folder
 
 `bundle tune`'s service sits above these, in the tune stage (bundle/tune/service.py): it runs them.
 `bundle upgrade`'s is its own stage's (bundle/upgrade/service.py), below them.

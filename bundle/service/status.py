@@ -1,0 +1,151 @@
+"""StatusRequest -> what runs of one launched project: each container's state, health, restarts, ports,
+processes and problem (paused, hung, not answering), whether the front door really serves (a one-token
+generation, not only its readiness path), the KV path's evidence when a disaggregated front door answers
+server errors, and what its target adds (e.g. the Slurm job)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import requests
+
+from bundle.errors import BundleError
+from bundle.rehearsal import registry as rehearsal
+from bundle.service.running import Launched
+from bundle.stack.docker import ContainerState
+from bundle.stack.engine import container_processes
+from bundle.stack.frontdoor import FrontDoor, front_door
+from bundle.stack.ready import front_door_state
+from bundle.stack.workers import ComposeWorkers
+from bundle.verify import kv_path
+
+WORKER_PROBE_SECONDS = 5  # a server that cannot answer /health in this long is flagged as hung
+FRONT_PROBE_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class StatusRequest:
+    target: Launched
+    target_name: str | None = None  # the render target its launch record names (its key in the JSON)
+    target_status: Callable[[str], dict] | None = None  # what that target adds, from the project's name
+    processes: Callable[[str], list[str]] = container_processes  # a container's process names
+
+
+@dataclass
+class FrontDoorState:
+    url: str | None
+    serving: bool = False
+    detail: str = "not running"
+    status: int | None = None  # the one-token generation's HTTP status, when it was asked
+    kv_path: str | None = None  # the KV transfer's failure, when a disaggregated front door errs
+    kv_path_fix: str | None = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None or k == "url"}
+
+
+@dataclass(frozen=True)
+class ContainerStatus:
+    service: str
+    name: str
+    state: str
+    health: str
+    restarts: int
+    exit_code: int | None
+    ports: dict[str, list[str]]
+    problem: str | None
+    processes: list[str]  # names only, never arguments
+
+
+@dataclass(frozen=True)
+class Status:
+    topology: str
+    project: str
+    rehearsal: str | None
+    containers: list[ContainerStatus]
+    front_door: FrontDoorState
+    target_name: str | None = None  # a target that adds to the status: its name, the key of what it adds
+    target_view: dict | None = None  # what it adds
+
+    def to_dict(self) -> dict:
+        """What `bundle status --json` prints for it."""
+        out = {"topology": self.topology, "project": self.project, "rehearsal": self.rehearsal,
+               "containers": [asdict(c) for c in self.containers], "front_door": self.front_door.to_dict()}
+        if self.target_name is not None:
+            out[self.target_name] = self.target_view
+        return out
+
+
+def front_door_serves(front: FrontDoor) -> FrontDoorState:
+    """Serving = the readiness path answers 200 and a one-token generation comes back in time."""
+    seconds = FRONT_PROBE_SECONDS
+    door = FrontDoorState(front.url)
+    ok, door.detail = front_door_state(front, timeout=seconds)
+    if not ok:
+        return door
+    try:
+        reply = requests.post(front.chat_url, json=front.chat_body("ping", max_tokens=1), headers=front.headers,
+                              timeout=seconds)
+        door.serving = reply.status_code == 200
+        door.status = reply.status_code
+        door.detail += f"; a one-token generation: HTTP {reply.status_code}"
+    except requests.RequestException as exc:
+        door.detail += f"; a one-token generation: {type(exc).__name__} within {seconds} s"
+    return door
+
+
+def server_problem(state: ContainerState, workers: ComposeWorkers) -> str | None:
+    """Paused, hung or not answering; None for a server that answers /health (or is not running)."""
+    if state.state == "paused":
+        return "paused: its processes are frozen (`docker unpause` or `bundle launch` again)"
+    if state.state != "running":
+        return None
+    seconds = WORKER_PROBE_SECONDS
+    reply = workers.get(state.service, "/health", timeout=seconds)
+    if reply.status == 0 and "timed out" in reply.text.lower():
+        return f"hung: /health gave no answer within {seconds} s"
+    if reply.status == 0:
+        return f"not answering: {reply.text[:120]}"
+    return None
+
+
+def kv_path_evidence(target: Launched, workers: ComposeWorkers, door: FrontDoorState) -> None:
+    """When a disaggregated front door answers server errors: the KV path's evidence, as launch's early
+    stop names it (bundle/verify/kv_path.py), added to `door` if decode counts failed transfers."""
+    router = target.topology.router
+    try:
+        log = str(target.stack.logs(router.name, tail=200)) if router else ""
+    except BundleError:
+        log = ""
+    found = kv_path.evidence(workers, target.topology, router_log=log)
+    if found.broken:
+        door.kv_path, door.kv_path_fix = found.text(), kv_path.HINT
+
+
+def status(request: StatusRequest) -> Status:
+    """What runs of request.target; asks nothing of a project with no containers."""
+    target = request.target
+    record = target.record
+    states = target.stack.states() if target.up and target.stack is not None else []
+    door = FrontDoorState(None)
+    servers = {s.name for s in target.topology.servers}
+    workers = None
+    if states:
+        workers = ComposeWorkers(target.stack, {name: name for name in servers}, port=target.dep.network.worker_port)
+        door = front_door_serves(front_door(target.dep, target.topology))
+        if target.topology.disaggregated and (door.status or 0) >= 500:
+            kv_path_evidence(target, workers, door)
+    containers = []
+    for s in states:
+        problem = server_problem(s, workers) if s.service in servers else ("paused" if s.state == "paused" else None)
+        # What really runs inside (SGLang names its processes: sglang::scheduler, ...; the simulator
+        # is one python): names only, never arguments.
+        processes = request.processes(s.name) if s.state in ("running", "paused") else []
+        containers.append(ContainerStatus(s.service, s.name, s.state, s.health, s.restart_count, s.exit_code,
+                                          s.ports, problem, processes))
+    mode = rehearsal.from_record(record.rehearsal if record else None)
+    adds = record is not None and request.target_status is not None
+    view = request.target_status(target.project) if adds else None  # e.g. the Slurm job: squeue, sinfo
+    return Status(target.topology.name, target.project, rehearsal.name_of(mode), containers, door,
+                  request.target_name if adds else None, view)
