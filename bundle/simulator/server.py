@@ -185,39 +185,12 @@ class Simulator:
         began, first_token_at = time.monotonic(), None
         try:
             if self.role == "prefill":
-                # Prefill computes the prompt's KV (and the first token), hands it over, and is done.
-                if not fake:
-                    self.board.seen(req.bootstrap_room)
-                    self.counters.add("sglang_simulator:bootstrap_rooms_total", role="prefill")
-                await asyncio.sleep(self.knobs.ttft_ms / 1000.0)
-                if not fake:
-                    self.board.ready(req.bootstrap_room)
-                    log.info("Prefill batch. #new-seq: 1, #new-token: %d, bootstrap_room: %s",
-                             len(req.prompt_ids), req.bootstrap_room)
+                await self._prefill_hand_over(req, fake)
                 ids = ids[:1]
                 first_delay = 0.0
             elif self.role == "decode":
                 if not fake:
-                    try:
-                        fetch_began = time.monotonic()
-                        await pd.fetch_kv(req.bootstrap_host, int(req.bootstrap_port or 0),
-                                          req.bootstrap_room, self.knobs.kv_wait_secs)
-                        self.serving.kv_received(seconds=time.monotonic() - fetch_began)
-                    except pd.KVTransferError as exc:
-                        self.counters.add("sglang:num_transfer_failed_reqs_total")
-                        self.counters.add("sglang:num_aborted_requests_total")
-                        log.error("%s", exc)
-                        raise SimulatedError(500, str(exc)) from None
-                    prob = self.knobs.disagg_failure_prob
-                    if prob and self.rng.random() < prob:
-                        # As SGLang's injection does: the poll says Failed after prefill sent the KV.
-                        self.counters.add("sglang:num_transfer_failed_reqs_total")
-                        self.counters.add("sglang:num_aborted_requests_total")
-                        message = (f"Decode transfer failed for request rank=0 bootstrap_room={req.bootstrap_room} "
-                                   "(SGLANG_TEST_DISAGG_FAILURE_PROB)")
-                        log.error("%s", message)
-                        raise SimulatedError(500, message)
-                    self.counters.add("sglang_simulator:bootstrap_rooms_total", role="decode")
+                    await self._decode_fetch_kv(req)
                 first_delay = 0.0  # the first token came with the KV cache
             else:
                 first_delay = self.knobs.ttft_ms / 1000.0
@@ -251,6 +224,41 @@ class Simulator:
                              self.running, len(req.prompt_ids) + len(ids), req.bootstrap_room)
         finally:
             self.running -= 1
+
+    async def _prefill_hand_over(self, req: GenRequest, fake: bool) -> None:
+        """Prefill computes the prompt's KV (and the first token), hands it over, and is done."""
+        if not fake:
+            self.board.seen(req.bootstrap_room)
+            self.counters.add("sglang_simulator:bootstrap_rooms_total", role="prefill")
+        await asyncio.sleep(self.knobs.ttft_ms / 1000.0)
+        if not fake:
+            self.board.ready(req.bootstrap_room)
+            log.info("Prefill batch. #new-seq: 1, #new-token: %d, bootstrap_room: %s",
+                     len(req.prompt_ids), req.bootstrap_room)
+
+    async def _decode_fetch_kv(self, req: GenRequest) -> None:
+        """Decode waits for prefill's KV through the bootstrap room; a failed transfer (or one the
+        injected failure probability fails) is counted and raised as SGLang's decode does."""
+        try:
+            fetch_began = time.monotonic()
+            await pd.fetch_kv(req.bootstrap_host, int(req.bootstrap_port or 0),
+                              req.bootstrap_room, self.knobs.kv_wait_secs)
+            self.serving.kv_received(seconds=time.monotonic() - fetch_began)
+        except pd.KVTransferError as exc:
+            self.counters.add("sglang:num_transfer_failed_reqs_total")
+            self.counters.add("sglang:num_aborted_requests_total")
+            log.error("%s", exc)
+            raise SimulatedError(500, str(exc)) from None
+        prob = self.knobs.disagg_failure_prob
+        if prob and self.rng.random() < prob:
+            # As SGLang's injection does: the poll says Failed after prefill sent the KV.
+            self.counters.add("sglang:num_transfer_failed_reqs_total")
+            self.counters.add("sglang:num_aborted_requests_total")
+            message = (f"Decode transfer failed for request rank=0 bootstrap_room={req.bootstrap_room} "
+                       "(SGLANG_TEST_DISAGG_FAILURE_PROB)")
+            log.error("%s", message)
+            raise SimulatedError(500, message)
+        self.counters.add("sglang_simulator:bootstrap_rooms_total", role="decode")
 
     # ---- request parsing ---------------------------------------------------------------------
     def _bootstrap(self, body: dict) -> dict:
