@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from typing import TYPE_CHECKING
+
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
 from bundle.errors import BundleError, EnvironmentProblem, Failed, InputError, NotFound
@@ -25,14 +27,18 @@ from bundle.service.prepare import load, prepare
 from bundle.api import Mode
 from bundle.rehearsal import registry as modes
 from bundle.rehearsal.registry import name_of
-from bundle.stack import docker, engine, runstate
-from bundle.stack import reconcile as reconciling
-from bundle.stack.frontdoor import front_door
-from bundle.stack.ready import BackgroundUp, wait_ready, workers_away
-from bundle.stack.workers import ComposeWorkers
+from bundle.stack import runstate
 from bundle.topology import TOOL_SERVICE
 from bundle.reporter import Reporter, plain
-from bundle.verify.kv_path import ServerErrorWatch
+
+if TYPE_CHECKING:
+    from bundle.stack import reconcile as reconciling
+    from bundle.stack.ready import BackgroundUp
+    from bundle.verify.kv_path import ServerErrorWatch
+
+# The Docker client (python-on-whales, about half of a second to import on the 2-core machine) and
+# HTTP (requests) are imported by the steps that use them, not here: `bundle launch --help`, the
+# verbs that only need LaunchRequest, and the target registry read this module without launching.
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,7 @@ class _Launch:
         """The engine and compose are there; a project that is up is reconciled, else the front port
         must be free (a port another process holds would only fail minutes later, at readiness)."""
         from bundle.doctor import port_owners
+        from bundle.stack import docker, engine
 
         dep = self.dep
         engine.require_engine()
@@ -125,6 +132,8 @@ class _Launch:
     def _ensure_images(self) -> None:
         """The rehearsal's artifacts built if their inputs changed; a real launch's image already here
         (a launch never builds it: that is `make image` or `bundle pull`); Prometheus's if monitored."""
+        from bundle.stack import engine
+
         request, reporter, rendered = self.request, self.reporter, self.rendered
         if request.rehearsal:
             reporter.print(f"rehearsal ({request.rehearsal.name}): building the image if its inputs changed ...")
@@ -140,6 +149,10 @@ class _Launch:
     def _write_and_record(self) -> None:
         """The render written (a snapshot of the files it replaces kept first, for a reconcile's roll
         back), a run folder made, and the launch record saved before anything starts."""
+        from bundle.stack import docker
+        from bundle.stack import reconcile as reconciling
+        from bundle.stack.frontdoor import front_door
+
         request, rendered, project = self.request, self.rendered, self.project
         record_path = runstate.project_dir(project) / runstate.RECORD_NAME
         collectives_path = runstate.project_dir(project) / COLLECTIVES_NAME
@@ -165,6 +178,9 @@ class _Launch:
     def _plan_reconcile(self, expected: set[str], servers: set[str]) -> None:
         """On a project that is up: read before anything starts what runs, which options changed, what
         each service needs (recreate, start, keep), and which workers this reconcile brings back."""
+        from bundle.stack import reconcile as reconciling
+        from bundle.stack.ready import workers_away
+
         stack, reporter = self.stack, self.reporter
         before = stack.states()
         self.running_before = {st.service for st in before if st.state == "running"}
@@ -185,6 +201,9 @@ class _Launch:
 
     def _start_and_wait(self):
         """`compose up` (or the reconcile's converge) in the background, and the wait for readiness."""
+        from bundle.stack import reconcile as reconciling
+        from bundle.stack.ready import BackgroundUp, wait_ready
+
         stack, topology, dep, reporter = self.stack, self.topology, self.dep, self.reporter
         expected = {s.name for s in topology.active_services(dep.replicas(topology))}
         servers = {s.name for s in topology.servers}
@@ -202,6 +221,8 @@ class _Launch:
     def _clean_up(self, exc: BaseException) -> None:
         """A failed start: stop `compose up`, save every log, then roll a reconcile back or stop what
         this launch started; the error (re-raised by the caller) says which project and where the logs are."""
+        from bundle.stack import reconcile as reconciling
+
         stack, reporter = self.stack, self.reporter
         _stop_compose_up(self.starting)
         saved = save_logs(stack, self.run_dir)
@@ -236,6 +257,9 @@ class _Launch:
 def _server_error_watch(stack, topology, dep) -> ServerErrorWatch:
     """What ends the wait early when everything is healthy but generations fail: the servers read
     from inside their containers, the router's recent log."""
+    from bundle.stack.workers import ComposeWorkers
+    from bundle.verify.kv_path import ServerErrorWatch
+
     servers = {s.name: s.name for s in topology.servers}
     router = topology.router
     return ServerErrorWatch(topology, ComposeWorkers(stack, servers, port=dep.network.worker_port),
@@ -276,6 +300,7 @@ def _decide_collectives(dep, request: LaunchRequest, reporter: Reporter):
     from bundle import topology as registry
     from bundle.config.levers import Collectives
     from bundle.doctor import collectives
+    from bundle.stack import docker
 
     topology = registry.get(request.topology)
     project = dep.project_name(topology.name)
