@@ -3,6 +3,7 @@ lines as compose, as one sbatch job in the style of NVIDIA's srt-slurm and Dynam
 render --target slurm`), and its launch on the rehearsal cluster (a real slurmctld and slurmd nodes in
 containers: `bundle launch --target slurm --rehearsal`).
 
+config.py    its section of bundle.yaml (`slurm:`), typed (the core keeps it untyped: Deployment.wing_section)
 commands.py  the compose command lines, changed only where a Slurm step needs it
 script.py    the sbatch script of one topology: one srun step per role, the router on the first node
 rules.py     the settings only Slurm reads, and `bash -n` on the script
@@ -13,8 +14,7 @@ cluster.py   the rehearsal cluster: its config, munge key, compose project, up a
 stack.py     the verbs' view of a job on the rehearsal cluster (roles -> node containers)
 launch.py    `bundle launch --target slurm --rehearsal`: the job submitted, ready with one box's meaning
 
-TARGET is its one entry in bundle/targets/registry.py. Its config section (bundle.yaml `slurm:`) is still
-read by bundle/config/slurm.py, beside the other sections.
+TARGET is its one entry in bundle/targets/registry.py.
 """
 
 from __future__ import annotations
