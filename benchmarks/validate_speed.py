@@ -9,6 +9,10 @@ user runs them, N times each, interleaved so that machine noise hits both alike.
 With --verbs, also each verb's start-up: `bundle VERB --help` (the command line, the verb's module and
 what it imports at the top, its parser; nothing of its work), against the same peer.
 
+With --against TREE (another checkout of this repository, e.g. a `git worktree` of the last release),
+every bundle subject is timed a second time with that tree's code (PYTHONPATH=TREE, same interpreter),
+interleaved with the rest: a before/after pair measured in one run, against one peer.
+
 Prints a table and appends one JSON line to runs/benchmarks/validate.jsonl.
 """
 
@@ -32,9 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, cwd=REPO, env=ENV)
+    subprocess.run(cmd, check=True, capture_output=True, cwd=REPO, env=env or ENV)
     return time.perf_counter() - start
 
 
@@ -42,6 +46,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--verbs", action="store_true", help="also time `bundle VERB --help` for every verb")
+    parser.add_argument("--against", metavar="TREE", help="also time every bundle subject with TREE's code")
     args = parser.parse_args()
     bundle = str(Path(sys.executable).parent / "bundle")
     subprocess.run([bundle, "render", "pd"], check=True, capture_output=True, cwd=REPO)
@@ -57,20 +62,28 @@ def main() -> int:
         from bundle.cli import verb_names
 
         subjects |= {f"bundle {verb} --help": [bundle, verb, "--help"] for verb in verb_names()}
+    envs: dict[str, dict[str, str]] = {name: ENV | {"PYTHONPATH": str(REPO)} for name in subjects}
+    if args.against:
+        tree = str(Path(args.against).resolve())
+        for name, cmd in list(subjects.items()):
+            if name.startswith("bundle"):
+                subjects[f"{name} [{Path(tree).name}]"] = cmd
+                envs[f"{name} [{Path(tree).name}]"] = ENV | {"PYTHONPATH": tree}
     samples: dict[str, list[float]] = {name: [] for name in subjects}
     for name, cmd in subjects.items():  # one warm-up each: page cache, not what we measure
-        timed(cmd)
+        timed(cmd, envs[name])
     for _ in range(args.runs):
         for name, cmd in subjects.items():
-            samples[name].append(timed(cmd))
+            samples[name].append(timed(cmd, envs[name]))
     peer = statistics.median(samples["docker compose config (pd, peer)"])
     result = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "host": platform.node(), "runs": args.runs,
               "median_s": {n: round(statistics.median(s), 4) for n, s in samples.items()},
               "max_s": {n: round(max(s), 4) for n, s in samples.items()}}
-    print(f"{'subject':38} {'median':>9} {'max':>9} {'x peer':>8}")
+    width = max(38, *(len(name) for name in samples))
+    print(f"{'subject':{width}} {'median':>9} {'max':>9} {'x peer':>8}")
     for name, values in samples.items():
         median = statistics.median(values)
-        print(f"{name:38} {median * 1000:7.0f}ms {max(values) * 1000:7.0f}ms {median / peer:8.2f}")
+        print(f"{name:{width}} {median * 1000:7.0f}ms {max(values) * 1000:7.0f}ms {median / peer:8.2f}")
     out = REPO / "runs" / "benchmarks" / "validate.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as fh:

@@ -10,6 +10,7 @@ import pytest
 
 from bundle.config.loader import load_config
 from bundle.targets import slurm
+from bundle.targets.slurm import config as slurm_config
 from bundle.render.compose import program_args
 from bundle.rules import argspec
 from bundle.topology import ROUTER_MODULE, SERVER_MODULE
@@ -96,7 +97,7 @@ def test_every_step_parses_and_matches_compose(tmp_path, which, topology, server
             nodes = placement[service]
             if len(nodes) > 1:
                 assert (ns.nnodes, ns.node_rank) == (len(nodes), nodes.index(run.node)) == (len(nodes), run.rank)
-                assert ns.dist_init_addr == f"{nodes[0]}:{dep.slurm.dist_init_port}"
+                assert ns.dist_init_addr == f"{nodes[0]}:{slurm_config.of(dep).dist_init_port}"
             else:
                 assert ns.nnodes == 1 and ns.dist_init_addr is None and ns.node_rank == 0
             seen.setdefault(service, []).append(run.node)
@@ -106,7 +107,7 @@ def test_every_step_parses_and_matches_compose(tmp_path, which, topology, server
         assert argspec.check_arguments(argspec.ROUTER_SPEC, router) is None
         ns = router_parser.parse_args(router)
         assert _differing(ns, router_parser.parse_args(compose.router_args()), ROUTER_WORKER_DESTS) == {}
-        assert ns.port == dep.slurm.router_port != port
+        assert ns.port == slurm_config.of(dep).router_port != port
         args = RouterArgs.from_cli_args(ns, use_router_prefix=False)  # what smg's core gets
         if topology == "pd":
             assert args.prefill_urls == [(f"http://{placement['prefill'][0]}:{port}", dep.section("pd").bootstrap_port)]

@@ -7,12 +7,11 @@ outside bundle.config reads the raw mapping.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal, Mapping
 
-from bundle.config import slurm as slurm_section
 from bundle.config.source import Source
 from bundle import topology as registry
 from bundle.topology import Service, Topology
@@ -321,7 +320,9 @@ class Deployment:
     bench: Bench
     kubernetes: Kubernetes
     monitoring: Monitoring
-    slurm: slurm_section.Slurm
+    # The sections a wing owns (a render target's: `slurm:`), as the schema checked them and the defaults
+    # filled them; the wing gives its own a type (bundle/targets/slurm/config.py), the core never does.
+    wing_sections: Mapping[str, Mapping] = field(repr=False, default_factory=lambda: MappingProxyType({}))
 
     @property
     def model_path(self) -> str:
@@ -330,6 +331,10 @@ class Deployment:
     @property
     def served_name(self) -> str:
         return self.model.served_name
+
+    def wing_section(self, name: str) -> Mapping:
+        """A wing's own section of bundle.yaml (see wing_sections), read-only."""
+        return self.wing_sections[name]
 
     def project_name(self, topology: str) -> str:
         return f"{self.project}-{topology}"
@@ -373,6 +378,16 @@ class Deployment:
         return node
 
 
+# The top-level keys of bundle.yaml the core types itself; every other section belongs to a wing and is
+# kept whole for it (the schema still declares and checks it, so its settings are checked before any wing runs).
+_CORE_KEYS = ("project", "model", "image", "network", "api_key_file", "levers", "health", "lifecycle", "smoke",
+              "bench", "kubernetes", "monitoring")
+
+
+def _core_keys() -> set[str]:
+    return set(_CORE_KEYS) | {t.config_section for t in registry.TOPOLOGIES.values()}
+
+
 def _entry(topology: Topology | str) -> Topology:
     return registry.get(topology) if isinstance(topology, str) else topology
 
@@ -404,7 +419,8 @@ def build(source: Source, merged: dict) -> Deployment:
                                       base.get("ttft_ms")) if base else None),
         kubernetes=_kubernetes(merged),
         monitoring=Monitoring(**merged["monitoring"]),
-        slurm=slurm_section.build(merged),
+        wing_sections=MappingProxyType({name: MappingProxyType(value) for name, value in merged.items()
+                                        if name not in _core_keys() and isinstance(value, dict)}),
     )
 
 

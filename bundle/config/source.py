@@ -6,8 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from bundle import memo
 from bundle.errors import ConfigError
 
 KeyPath = tuple  # ("pd", "prefill", "gpus", 0)
@@ -41,9 +40,13 @@ class Source:
         return f"{self.name}:{line}" if line else self.name
 
 
-# libyaml's parser when PyYAML was built with it (PyPI's wheels are): the pure-Python one takes a tenth
-# of a second for the defaults and a compose file, most of a quick `bundle validate`.
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+def safe_loader():
+    """libyaml's parser when PyYAML was built with it (PyPI's wheels are): the pure-Python one takes a
+    tenth of a second for the defaults and a compose file, most of a quick `bundle validate`. PyYAML is
+    imported here, not at the top: a remembered parse (bundle/memo.py) needs none of it."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def format_path(path: KeyPath) -> str:
@@ -54,10 +57,23 @@ def format_path(path: KeyPath) -> str:
 
 
 def parse_yaml(text: str, name: str) -> Source:
-    """Parse `text`; a syntax error becomes a ConfigError with the line and column."""
+    """Parse `text`; a syntax error becomes a ConfigError with the line and column. The same text
+    parsed before (in any process) is read back from bundle/memo.py's cache."""
+    parsed = memo.parsed("yaml-source", text, lambda: _parse_yaml(text, name))
+    return Source(name=name, data=parsed["data"], lines={tuple(path): line for path, line in parsed["lines"]})
+
+
+def _parse_yaml(text: str, name: str) -> dict:
+    import yaml
+
     try:
-        node = yaml.compose(text, Loader=SAFE_LOADER)
-        data = yaml.load(text, Loader=SAFE_LOADER)  # noqa: S506 - a SafeLoader
+        # One parse: the node tree gives the lines, and the same tree is constructed into the data.
+        loader = safe_loader()(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
@@ -70,8 +86,8 @@ def parse_yaml(text: str, name: str) -> Source:
         raise ConfigError([f"{name}:1: the top level must be a mapping of keys (project:, model:, ...), "
                            f"not a {type(data).__name__}"], source=name)
     lines: dict[KeyPath, int] = {}
-    _collect_lines(node, (), lines)
-    return Source(name=name, data=data, lines=lines)
+    _collect_lines(node, (), lines, yaml)
+    return {"data": data, "lines": [[list(path), line] for path, line in lines.items()]}
 
 
 def read_yaml(path: Path) -> Source:
@@ -90,17 +106,17 @@ def read_yaml(path: Path) -> Source:
     return parse_yaml(text, str(path))
 
 
-def _collect_lines(node, path: KeyPath, lines: dict) -> None:
+def _collect_lines(node, path: KeyPath, lines: dict, yaml) -> None:
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             child = path + (key_node.value,)
             lines[child] = key_node.start_mark.line + 1
-            _collect_lines(value_node, child, lines)
+            _collect_lines(value_node, child, lines, yaml)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = path + (index,)
             lines[child] = item.start_mark.line + 1
-            _collect_lines(item, child, lines)
+            _collect_lines(item, child, lines, yaml)
 
 
 _TOML_TABLE = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\s*(#.*)?$")
@@ -109,8 +125,14 @@ _TOML_KEY = re.compile(r"^\s*(\"[^\"]+\"|[A-Za-z0-9_\-]+)\s*=")
 
 def parse_toml(text: str, name: str) -> Source:
     """Parse TOML (tomllib); the lines of table headers and `key =` lines are found by a line scan,
-    only for messages (tomllib keeps no positions). A syntax error is a ConfigError."""
-    import tomllib
+    only for messages (tomllib keeps no positions). A syntax error is a ConfigError. The same text
+    parsed before (in any process) is read back from bundle/memo.py's cache."""
+    parsed = memo.parsed("toml-source", text, lambda: _parse_toml(text, name))
+    return Source(name=name, data=parsed["data"], lines={tuple(path): line for path, line in parsed["lines"]})
+
+
+def _parse_toml(text: str, name: str) -> dict:
+    import tomllib  # imported here: a remembered parse needs none of it
 
     try:
         data = tomllib.loads(text)
@@ -124,4 +146,4 @@ def parse_toml(text: str, name: str) -> Source:
             lines[table] = number
         elif m := _TOML_KEY.match(line):
             lines[table + (m.group(1).strip('"'),)] = number
-    return Source(name=name, data=data, lines=lines)
+    return {"data": data, "lines": [[list(path), line] for path, line in lines.items()]}

@@ -4,9 +4,6 @@ calls it and Rendered.write() puts the files under runs/<project>/monitoring/ (M
 
 from __future__ import annotations
 
-
-import yaml
-
 from bundle.monitoring.rules import Thresholds, rules_document
 from bundle.monitoring.scrape import scrape_config
 
@@ -48,6 +45,8 @@ def rehearsal_interval(interval: str, rehearsal: bool) -> str:
 
 
 def _yaml(data: dict, what: str) -> str:
+    import yaml  # here: a render that mounts no monitoring (validate's) never needs PyYAML
+
     return HEADER.format(what=what) + yaml.safe_dump(data, sort_keys=False, width=200)
 
 

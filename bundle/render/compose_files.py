@@ -6,33 +6,45 @@ compose resolves it (the last file that sets a name wins), interpolated with the
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
-from bundle.config.source import SAFE_LOADER
+from bundle import memo
+from bundle.config.source import safe_loader
 from bundle.render.interpolate import interpolate
 
 
-class ComposeLoader(SAFE_LOADER):
-    """A safe loader that also takes compose's merge tags."""
+@lru_cache(maxsize=None)
+def compose_loader():
+    """A safe loader that also takes compose's merge tags (made on first use: PyYAML is imported only
+    when a file's parse is not remembered, see bundle/memo.py)."""
+    import yaml
+
+    class ComposeLoader(safe_loader()):
+        pass
+
+    def tagged_value(loader, node):
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_scalar(node)
+
+    for tag in ("!reset", "!override"):
+        ComposeLoader.add_constructor(tag, tagged_value)
+    return ComposeLoader
 
 
-def _tagged_value(loader, node):
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
+def _load(text: str) -> dict:
+    import yaml
 
-
-for _tag in ("!reset", "!override"):
-    ComposeLoader.add_constructor(_tag, _tagged_value)
+    return yaml.load(text, Loader=compose_loader()) or {}  # noqa: S506 - a SafeLoader
 
 
 def read(path) -> dict:
-    """One compose file as compose reads its YAML."""
-    return yaml.load(Path(path).read_text(), Loader=ComposeLoader) or {}  # noqa: S506 - a SafeLoader
+    """One compose file as compose reads its YAML (a text read before is remembered: bundle/memo.py)."""
+    text = Path(path).read_text()
+    return memo.parsed("compose-file", text, lambda: _load(text))
 
 
 def services(path) -> dict[str, dict]:

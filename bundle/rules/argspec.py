@@ -157,7 +157,8 @@ def option_values(name: str, tokens: list[str], dests) -> dict:
     spec = load_spec(name)
     parser = _subset_parser(name, frozenset(wanted))
     ns, _rest = parser.parse_known_args(tokens)
-    return {d: getattr(ns, d) for d in sorted(wanted) if any(o["dest"] == d for o in spec["options"])}
+    known = {o["dest"] for o in spec["options"]}
+    return {d: getattr(ns, d) for d in sorted(wanted) if d in known}
 
 
 @lru_cache(maxsize=None)

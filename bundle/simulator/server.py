@@ -185,39 +185,12 @@ class Simulator:
         began, first_token_at = time.monotonic(), None
         try:
             if self.role == "prefill":
-                # Prefill computes the prompt's KV (and the first token), hands it over, and is done.
-                if not fake:
-                    self.board.seen(req.bootstrap_room)
-                    self.counters.add("sglang_simulator:bootstrap_rooms_total", role="prefill")
-                await asyncio.sleep(self.knobs.ttft_ms / 1000.0)
-                if not fake:
-                    self.board.ready(req.bootstrap_room)
-                    log.info("Prefill batch. #new-seq: 1, #new-token: %d, bootstrap_room: %s",
-                             len(req.prompt_ids), req.bootstrap_room)
+                await self._prefill_hand_over(req, fake)
                 ids = ids[:1]
                 first_delay = 0.0
             elif self.role == "decode":
                 if not fake:
-                    try:
-                        fetch_began = time.monotonic()
-                        await pd.fetch_kv(req.bootstrap_host, int(req.bootstrap_port or 0),
-                                          req.bootstrap_room, self.knobs.kv_wait_secs)
-                        self.serving.kv_received(seconds=time.monotonic() - fetch_began)
-                    except pd.KVTransferError as exc:
-                        self.counters.add("sglang:num_transfer_failed_reqs_total")
-                        self.counters.add("sglang:num_aborted_requests_total")
-                        log.error("%s", exc)
-                        raise SimulatedError(500, str(exc)) from None
-                    prob = self.knobs.disagg_failure_prob
-                    if prob and self.rng.random() < prob:
-                        # As SGLang's injection does: the poll says Failed after prefill sent the KV.
-                        self.counters.add("sglang:num_transfer_failed_reqs_total")
-                        self.counters.add("sglang:num_aborted_requests_total")
-                        message = (f"Decode transfer failed for request rank=0 bootstrap_room={req.bootstrap_room} "
-                                   "(SGLANG_TEST_DISAGG_FAILURE_PROB)")
-                        log.error("%s", message)
-                        raise SimulatedError(500, message)
-                    self.counters.add("sglang_simulator:bootstrap_rooms_total", role="decode")
+                    await self._decode_fetch_kv(req)
                 first_delay = 0.0  # the first token came with the KV cache
             else:
                 first_delay = self.knobs.ttft_ms / 1000.0
@@ -251,6 +224,41 @@ class Simulator:
                              self.running, len(req.prompt_ids) + len(ids), req.bootstrap_room)
         finally:
             self.running -= 1
+
+    async def _prefill_hand_over(self, req: GenRequest, fake: bool) -> None:
+        """Prefill computes the prompt's KV (and the first token), hands it over, and is done."""
+        if not fake:
+            self.board.seen(req.bootstrap_room)
+            self.counters.add("sglang_simulator:bootstrap_rooms_total", role="prefill")
+        await asyncio.sleep(self.knobs.ttft_ms / 1000.0)
+        if not fake:
+            self.board.ready(req.bootstrap_room)
+            log.info("Prefill batch. #new-seq: 1, #new-token: %d, bootstrap_room: %s",
+                     len(req.prompt_ids), req.bootstrap_room)
+
+    async def _decode_fetch_kv(self, req: GenRequest) -> None:
+        """Decode waits for prefill's KV through the bootstrap room; a failed transfer (or one the
+        injected failure probability fails) is counted and raised as SGLang's decode does."""
+        try:
+            fetch_began = time.monotonic()
+            await pd.fetch_kv(req.bootstrap_host, int(req.bootstrap_port or 0),
+                              req.bootstrap_room, self.knobs.kv_wait_secs)
+            self.serving.kv_received(seconds=time.monotonic() - fetch_began)
+        except pd.KVTransferError as exc:
+            self.counters.add("sglang:num_transfer_failed_reqs_total")
+            self.counters.add("sglang:num_aborted_requests_total")
+            log.error("%s", exc)
+            raise SimulatedError(500, str(exc)) from None
+        prob = self.knobs.disagg_failure_prob
+        if prob and self.rng.random() < prob:
+            # As SGLang's injection does: the poll says Failed after prefill sent the KV.
+            self.counters.add("sglang:num_transfer_failed_reqs_total")
+            self.counters.add("sglang:num_aborted_requests_total")
+            message = (f"Decode transfer failed for request rank=0 bootstrap_room={req.bootstrap_room} "
+                       "(SGLANG_TEST_DISAGG_FAILURE_PROB)")
+            log.error("%s", message)
+            raise SimulatedError(500, message)
+        self.counters.add("sglang_simulator:bootstrap_rooms_total", role="decode")
 
     # ---- request parsing ---------------------------------------------------------------------
     def _bootstrap(self, body: dict) -> dict:
@@ -381,7 +389,18 @@ def _auth_decider():
 
 
 def create_app(sim: Simulator) -> FastAPI:
+    """The app: the API key rule first (a middleware sees every route), then SGLang's routes in the
+    order its http_server declares them, then the simulator's own admin surface."""
     app = FastAPI(title="SGLang worker simulator", docs_url=None, redoc_url=None, openapi_url=None)
+    _add_auth(app, sim)
+    _add_health_and_info(app, sim)
+    _add_generation(app, sim)
+    _add_admin(app, sim)
+    return app
+
+
+def _add_auth(app: FastAPI, sim: Simulator) -> None:
+    """--api-key / --admin-api-key as SGLang applies them, with every call logged at debug."""
     decide = _auth_decider()
     api_key = sim.launch.get("api_key")
     admin_key = sim.launch.get("admin_api_key")
@@ -402,7 +421,10 @@ def create_app(sim: Simulator) -> FastAPI:
         log.debug("%s %s -> %d", request.method, path, response.status_code)
         return response
 
-    # ---- health and info ---------------------------------------------------------------------
+
+def _add_health_and_info(app: FastAPI, sim: Simulator) -> None:
+    """Health, readiness, the info routes, the model list, flush_cache and /metrics."""
+
     @app.get("/health")
     @app.get("/health_generate")
     async def health():
@@ -441,6 +463,26 @@ def create_app(sim: Simulator) -> FastAPI:
     async def loads():
         return JSONResponse(sim.loads())
 
+    _add_models(app, sim)
+
+    @app.api_route("/flush_cache", methods=["GET", "POST"])
+    async def flush_cache():
+        return PlainTextResponse("Cache flushed.\nPlease check backend logs for more details. "
+                                 "(When there are running or waiting requests, the operation will not be performed.)\n")
+
+    @app.get("/metrics")
+    async def metrics():
+        # SGLang serves /metrics only with --enable-metrics; so does the simulator.
+        if not sim.launch.get("enable_metrics", False):
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
+        # Simulated KV use: each running request holds a share of the pool.
+        sim.serving.set_load(running=sim.running, queued=0, token_usage=min(1.0, sim.running * KV_SHARE_PER_REQUEST))
+        return PlainTextResponse(sim.counters.render() + sim.serving.render(), media_type="text/plain; version=0.0.4")
+
+
+def _add_models(app: FastAPI, sim: Simulator) -> None:
+    """OpenAI's model list and model card: the served model name only."""
+
     @app.get("/v1/models")
     async def models():
         name = sim.launch.served_model_name
@@ -457,141 +499,65 @@ def create_app(sim: Simulator) -> FastAPI:
         return JSONResponse({"id": model, "object": "model", "created": int(sim.started_wall),
                              "owned_by": "sglang", "root": model, "max_model_len": sim.model.context_len})
 
-    @app.api_route("/flush_cache", methods=["GET", "POST"])
-    async def flush_cache():
-        return PlainTextResponse("Cache flushed.\nPlease check backend logs for more details. "
-                                 "(When there are running or waiting requests, the operation will not be performed.)\n")
 
-    @app.get("/metrics")
-    async def metrics():
-        # SGLang serves /metrics only with --enable-metrics; so does the simulator.
-        if not sim.launch.get("enable_metrics", False):
-            return JSONResponse({"detail": "Not Found"}, status_code=404)
-        # Simulated KV use: each running request holds a share of the pool.
-        sim.serving.set_load(running=sim.running, queued=0, token_usage=min(1.0, sim.running * KV_SHARE_PER_REQUEST))
-        return PlainTextResponse(sim.counters.render() + sim.serving.render(), media_type="text/plain; version=0.0.4")
+async def _body_of(request: Request) -> dict:
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        raise SimulatedError(400, "the request body is not JSON", "invalid_request_error") from None
+    if not isinstance(body, dict):
+        raise SimulatedError(400, "the request body must be a JSON object", "invalid_request_error")
+    return body
 
-    # ---- generation --------------------------------------------------------------------------
-    async def body_of(request: Request) -> dict:
-        try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError):
-            raise SimulatedError(400, "the request body is not JSON", "invalid_request_error") from None
-        if not isinstance(body, dict):
-            raise SimulatedError(400, "the request body must be a JSON object", "invalid_request_error")
-        return body
 
-    async def first_step(gen: AsyncIterator[Step]) -> Step | None:
-        """Run up to the first token, so errors before it become a proper HTTP status."""
-        try:
-            return await gen.__anext__()
-        except StopAsyncIteration:
-            return None
+async def _first_step(gen: AsyncIterator[Step]) -> Step | None:
+    """Run up to the first token, so errors before it become a proper HTTP status."""
+    try:
+        return await gen.__anext__()
+    except StopAsyncIteration:
+        return None
+
+
+def _error_event(exc: SimulatedError) -> bytes:
+    """An error in the middle of a stream: SGLang sends it as one more event."""
+    return _sse({"error": {"message": exc.message, "type": exc.err_type, "code": exc.status}})
+
+
+def _add_generation(app: FastAPI, sim: Simulator) -> None:
+    """SGLang's native /generate and the OpenAI-compatible chat and text completions."""
 
     @app.api_route("/generate", methods=["POST", "PUT"])
     async def generate(request: Request):
         t0 = time.monotonic()
         try:
-            req = sim.request_from_generate(await body_of(request))
+            req = sim.request_from_generate(await _body_of(request))
             gen = sim.generate(req)
-            first = await first_step(gen)
+            first = await _first_step(gen)
         except SimulatedError as exc:
             return _error(exc.status, exc.message, exc.err_type)
-
-        def out(step: Step) -> dict:
-            finish = None
-            if step.finish_reason == "length":
-                finish = {"type": "length", "length": len(step.ids)}
-            elif step.finish_reason == "stop":
-                finish = {"type": "stop", "matched": sim.model.eos_id}
-            return {"text": step.text, "output_ids": step.ids, "meta_info": {
-                "id": req.rid, "finish_reason": finish, "prompt_tokens": step.prompt_tokens,
-                "completion_tokens": len(step.ids), "cached_tokens": 0,
-                "e2e_latency": time.monotonic() - t0}}
-
+        out = _NativeOutput(sim, req, t0)
         if not req.stream:
             last = first
             async for step in gen:
                 last = step
-            return JSONResponse(out(last))
-
-        async def stream() -> AsyncIterator[bytes]:
-            yield _sse(out(first))
-            try:
-                async for step in gen:
-                    yield _sse(out(step))
-            except SimulatedError as exc:
-                yield _sse({"error": {"message": exc.message, "type": exc.err_type, "code": exc.status}})
-            yield b"data: [DONE]\n\n"
-        return StreamingResponse(stream(), media_type="text/event-stream")
+            return JSONResponse(out.of(last))
+        return StreamingResponse(out.stream(first, gen), media_type="text/event-stream")
 
     async def openai(request: Request, chat: bool):
         try:
-            body = await body_of(request)
+            body = await _body_of(request)
             req = sim.request_from_openai(body, chat=chat)
             gen = sim.generate(req)
-            first = await first_step(gen)
+            first = await _first_step(gen)
         except SimulatedError as exc:
             return _error(exc.status, exc.message, exc.err_type)
-        created = int(time.time())
-        rid = ("chatcmpl-" if chat else "cmpl-") + req.rid
-        obj = "chat.completion" if chat else "text_completion"
-        model = body.get("model") or sim.launch.served_model_name
-
-        def usage(step: Step) -> dict:
-            return {"prompt_tokens": step.prompt_tokens, "completion_tokens": len(step.ids),
-                    "total_tokens": step.prompt_tokens + len(step.ids), "prompt_tokens_details": None}
-
-        def finish_of(step: Step):
-            return step.finish_reason
-
+        out = _OpenAIOutput(sim, req, body, chat=chat)
         if not req.stream:
             last = first
             async for step in gen:
                 last = step
-            choice = {"index": 0, "logprobs": None, "finish_reason": finish_of(last),
-                      "matched_stop": sim.model.eos_id if last.finish_reason == "stop" else None}
-            if chat:
-                choice["message"] = {"role": "assistant", "content": last.text,
-                                     "reasoning_content": None, "tool_calls": None}
-            else:
-                choice["text"] = last.text
-            return JSONResponse({"id": rid, "object": obj, "created": created, "model": model,
-                                 "choices": [choice], "usage": usage(last)})
-
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        chunk_obj = "chat.completion.chunk" if chat else "text_completion"
-
-        def chunk(delta_text: str | None, finish, role: bool = False) -> dict:
-            if chat:
-                delta = {"role": "assistant", "content": ""} if role else {"content": delta_text}
-                choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-            else:
-                choice = {"index": 0, "text": delta_text or "", "logprobs": None, "finish_reason": finish}
-            return {"id": rid, "object": chunk_obj, "created": created, "model": model,
-                    "choices": [choice], "usage": None}
-
-        async def stream() -> AsyncIterator[bytes]:
-            if chat:
-                yield _sse(chunk(None, None, role=True))
-            sent, last = "", first
-            try:
-                step = first
-                while step is not None:
-                    last = step
-                    yield _sse(chunk(step.text[len(sent):], finish_of(step)))
-                    sent = step.text
-                    step = await first_step(gen)
-            except SimulatedError as exc:
-                yield _sse({"error": {"message": exc.message, "type": exc.err_type, "code": exc.status}})
-                yield b"data: [DONE]\n\n"
-                return
-            if include_usage and last is not None:
-                final = {"id": rid, "object": chunk_obj, "created": created, "model": model,
-                         "choices": [], "usage": usage(last)}
-                yield _sse(final)
-            yield b"data: [DONE]\n\n"
-        return StreamingResponse(stream(), media_type="text/event-stream")
+            return JSONResponse(out.whole(last))
+        return StreamingResponse(out.stream(first, gen), media_type="text/event-stream")
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
@@ -601,7 +567,97 @@ def create_app(sim: Simulator) -> FastAPI:
     async def completions(request: Request):
         return await openai(request, chat=False)
 
-    # ---- the simulator's own admin surface ---------------------------------------------------
+
+class _NativeOutput:
+    """/generate's answer shapes: one JSON object, or one event per step."""
+
+    def __init__(self, sim: Simulator, req: GenRequest, t0: float) -> None:
+        self.sim, self.req, self.t0 = sim, req, t0
+
+    def of(self, step: Step) -> dict:
+        finish = None
+        if step.finish_reason == "length":
+            finish = {"type": "length", "length": len(step.ids)}
+        elif step.finish_reason == "stop":
+            finish = {"type": "stop", "matched": self.sim.model.eos_id}
+        return {"text": step.text, "output_ids": step.ids, "meta_info": {
+            "id": self.req.rid, "finish_reason": finish, "prompt_tokens": step.prompt_tokens,
+            "completion_tokens": len(step.ids), "cached_tokens": 0,
+            "e2e_latency": time.monotonic() - self.t0}}
+
+    async def stream(self, first: Step, gen: AsyncIterator[Step]) -> AsyncIterator[bytes]:
+        yield _sse(self.of(first))
+        try:
+            async for step in gen:
+                yield _sse(self.of(step))
+        except SimulatedError as exc:
+            yield _error_event(exc)
+        yield b"data: [DONE]\n\n"
+
+
+class _OpenAIOutput:
+    """A chat or text completion's answer shapes, as SGLang's OpenAI server writes them: the whole
+    answer, or a stream of chunks (a role chunk first for chat; usage last when asked)."""
+
+    def __init__(self, sim: Simulator, req: GenRequest, body: dict, *, chat: bool) -> None:
+        self.sim, self.chat = sim, chat
+        self.created = int(time.time())
+        self.rid = ("chatcmpl-" if chat else "cmpl-") + req.rid
+        self.obj = "chat.completion" if chat else "text_completion"
+        self.model = body.get("model") or sim.launch.served_model_name
+        self.include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        self.chunk_obj = "chat.completion.chunk" if chat else "text_completion"
+
+    @staticmethod
+    def usage(step: Step) -> dict:
+        return {"prompt_tokens": step.prompt_tokens, "completion_tokens": len(step.ids),
+                "total_tokens": step.prompt_tokens + len(step.ids), "prompt_tokens_details": None}
+
+    def whole(self, last: Step) -> dict:
+        choice = {"index": 0, "logprobs": None, "finish_reason": last.finish_reason,
+                  "matched_stop": self.sim.model.eos_id if last.finish_reason == "stop" else None}
+        if self.chat:
+            choice["message"] = {"role": "assistant", "content": last.text,
+                                 "reasoning_content": None, "tool_calls": None}
+        else:
+            choice["text"] = last.text
+        return {"id": self.rid, "object": self.obj, "created": self.created, "model": self.model,
+                "choices": [choice], "usage": self.usage(last)}
+
+    def chunk(self, delta_text: str | None, finish, role: bool = False) -> dict:
+        if self.chat:
+            delta = {"role": "assistant", "content": ""} if role else {"content": delta_text}
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": delta_text or "", "logprobs": None, "finish_reason": finish}
+        return {"id": self.rid, "object": self.chunk_obj, "created": self.created, "model": self.model,
+                "choices": [choice], "usage": None}
+
+    async def stream(self, first: Step | None, gen: AsyncIterator[Step]) -> AsyncIterator[bytes]:
+        if self.chat:
+            yield _sse(self.chunk(None, None, role=True))
+        sent, last = "", first
+        try:
+            step = first
+            while step is not None:
+                last = step
+                yield _sse(self.chunk(step.text[len(sent):], step.finish_reason))
+                sent = step.text
+                step = await _first_step(gen)
+        except SimulatedError as exc:
+            yield _error_event(exc)
+            yield b"data: [DONE]\n\n"
+            return
+        if self.include_usage and last is not None:
+            final = {"id": self.rid, "object": self.chunk_obj, "created": self.created, "model": self.model,
+                     "choices": [], "usage": self.usage(last)}
+            yield _sse(final)
+        yield b"data: [DONE]\n\n"
+
+
+def _add_admin(app: FastAPI, sim: Simulator) -> None:
+    """The simulator's own routes: its fault knobs, its counters, and prefill's KV rooms."""
+
     @app.get("/sim/faults")
     async def get_faults():
         return JSONResponse(sim.knobs.as_dict())
@@ -609,7 +665,7 @@ def create_app(sim: Simulator) -> FastAPI:
     @app.post("/sim/faults")
     async def set_faults(request: Request):
         try:
-            sim.knobs.update(await body_of(request))
+            sim.knobs.update(await _body_of(request))
         except (ValueError, SimulatedError) as exc:
             return _error(400, str(exc))
         log.warning("worker simulator: knobs changed at run time: %s", sim.knobs.as_dict())
@@ -631,5 +687,3 @@ def create_app(sim: Simulator) -> FastAPI:
             sim.serving.kv_sent(gb_s=sim.knobs.kv_gb_s, latency_ms=(time.monotonic() - asked) * 1000)
             return JSONResponse({"room": room, "status": "ready"})
         return JSONResponse({"room": room, "status": "timeout"}, status_code=408)
-
-    return app

@@ -207,146 +207,197 @@ def wait_ready(stack, topology: Topology, front: FrontDoor, *, timeout: float, p
     healthy yet, the router's unhealthy state is expected, and while `starting` runs, its stop is.
     `server_errors`: told of each server error the first generation gets (bundle.verify.kv_path.
     ServerErrorWatch); when it answers (message, hint), the wait ends with that."""
-    start = time.monotonic()
-    began = datetime.now(timezone.utc) - timedelta(seconds=1)  # for the engine's exit events
-    deadline = start + timeout
-    last_seen: dict[str, str] = {}
-    generated: str | None = None  # the first generation's text, once one came back
-    exited_once: set[str] = set()
-    restarts: dict[str, int] = {}
-    first_seen: dict[str, int] = {}  # each service's restart count when the wait first saw it
-    first_failure: _Failure | None = None
-    logs = LogProgress(stack)
-    events: list[str] = []
-    server_names = {s.name for s in topology.servers}
-    seen_running: set[str] = set()
-    # A router found unhealthy while a worker it needs was away: it may take until its next health
-    # checks after the worker is back to say healthy again; the launch budget bounds that wait.
-    recovering: set[str] = set()
+    return _Wait(stack, topology, front, timeout=timeout, prompt=prompt, expected_services=expected_services,
+                 report=report, starting=starting, returning=returning, server_errors=server_errors).run()
 
-    def event(text: str) -> None:
-        line = f"[{time.monotonic() - start:6.1f}s] {text}"
-        events.append(line)
-        report(line)
 
-    def fail(view: ServiceView, what: str) -> NotReady:
+class _Wait:
+    """One wait_ready: what the polls have seen so far, and one named step per thing a poll judges
+    (in the order a poll runs them): read the containers, note changes and the first failure, end
+    on a failure, then ask the front door, then the deadline."""
+
+    def __init__(self, stack, topology: Topology, front: FrontDoor, *, timeout: float, prompt: str,
+                 expected_services: set[str], report: Callable[[str], None],
+                 starting: BackgroundUp | None, returning: set[str], server_errors) -> None:
+        self.stack, self.topology, self.front = stack, topology, front
+        self.timeout, self.prompt, self.expected_services = timeout, prompt, expected_services
+        self.report, self.starting, self.returning, self.server_errors = report, starting, returning, server_errors
+        self.start = time.monotonic()
+        self.began = datetime.now(timezone.utc) - timedelta(seconds=1)  # for the engine's exit events
+        self.deadline = self.start + timeout
+        self.last_seen: dict[str, str] = {}
+        self.generated: str | None = None  # the first generation's text, once one came back
+        self.exited_once: set[str] = set()
+        self.restarts: dict[str, int] = {}
+        self.first_seen: dict[str, int] = {}  # each service's restart count when the wait first saw it
+        self.first_failure: _Failure | None = None
+        self.logs = LogProgress(stack)
+        self.events: list[str] = []
+        self.server_names = {s.name for s in topology.servers}
+        self.seen_running: set[str] = set()
+        # A router found unhealthy while a worker it needs was away: it may take until its next health
+        # checks after the worker is back to say healthy again; the launch budget bounds that wait.
+        self.recovering: set[str] = set()
+        self.views: list[ServiceView] = []
+
+    def run(self) -> Readiness:
+        while True:
+            if self.starting is not None:
+                self.starting.raise_if_failed()
+            self.views = self._read_views()
+            for view in self.views:
+                self._note(view)
+            missing = self.expected_services - {v.service for v in self.views}
+            if missing and self._up_done():
+                raise StackNotReady(f"containers never appeared: {', '.join(sorted(missing))}",
+                                    services=self.views)
+            up_done = self._up_done()
+            for view in self.views:
+                self._judge(view, up_done)
+            servers_healthy = all(v.health == "healthy" for v in self.views if v.service in self.server_names)
+            # Ready only once `compose up` (a reconcile's converge) is done: a server it has not
+            # replaced yet may still be healthy on its old configuration.
+            if servers_healthy and not missing and up_done:
+                ready = self._through_front_door()
+                if ready is not None:
+                    return ready
+            if time.monotonic() >= self.deadline:
+                where = "; ".join(f"{v.service}: {v.describe()}" for v in self.views)
+                raise StackNotReadyInTime(f"not ready after {self.timeout:.0f} s ({where})", services=self.views,
+                                          hint="raise lifecycle.launch_timeout (or --timeout) if weights load "
+                                               "slowly; the saved logs show where each server stopped")
+            time.sleep(POLL_SECONDS)
+
+    def _up_done(self) -> bool:
+        return self.starting is None or self.starting.done()
+
+    def _event(self, text: str) -> None:
+        line = f"[{time.monotonic() - self.start:6.1f}s] {text}"
+        self.events.append(line)
+        self.report(line)
+
+    def _read_views(self) -> list[ServiceView]:
+        """Every container but the tool's, its log followed since the last poll, sorted by service."""
+        views = []
+        for st in self.stack.states():
+            if st.service == TOOL_SERVICE:
+                continue
+            self.logs.update(st.name, st.service)
+            views.append(ServiceView(st.service, st.state, st.health, st.restart_count, st.exit_code,
+                                     self.logs.milestone(st.service)))
+        views.sort(key=lambda v: v.service)
+        return views
+
+    def _note(self, view: ServiceView) -> None:
+        """Report what changed in `view`, and remember the first crash (the headline of a failure)."""
+        summary = view.describe()
+        if self.last_seen.get(view.service) != summary:
+            self.last_seen[view.service] = summary
+            self._event(f"{view.service}: {summary}")
+        # A worker a reconcile is replacing stops on purpose while its `up --no-deps` runs.
+        replacing = view.service in self.returning and not self._up_done()
+        crashed = not replacing and (view.restarts > self.restarts.get(view.service, view.restarts)
+                                     or view.state == "restarting"
+                                     or (view.state in ("exited", "dead") and view.service in self.seen_running))
+        first = self.first_failure
+        if first is None and crashed:
+            self.first_failure = _Failure(view.service, "exited" if view.state in ("exited", "dead")
+                                          else "crashed and was restarted", view.exit_code,
+                                          self.logs.fatal(view.service), view.milestone)
+        elif first is not None and first.service == view.service:
+            # A later poll may see what the first did not: the exit code, the fatal line.
+            if view.exit_code not in (None, 0):
+                first.exit_code = view.exit_code
+            first.fatal = self.logs.fatal(view.service) or first.fatal
+        self.restarts[view.service] = view.restarts
+        self.first_seen.setdefault(view.service, view.restarts)
+
+    def _judge(self, view: ServiceView, up_done: bool) -> None:
+        """End the wait if `view` crash-loops, turned unhealthy or stayed exited; else note its progress."""
+        if view.restarts - self.first_seen.get(view.service, view.restarts) >= CRASH_LOOP_RESTARTS:
+            # Its restart policy keeps bringing it back to crash again: no need to wait for the
+            # policy to give up (or for `compose up`, which waits on it, to fail).
+            raise self._fail(view, f"is crash-looping (restarted {view.restarts}x)")
+        if view.state == "running":
+            self.seen_running.add(view.service)
+        if view.health == "healthy":
+            self.recovering.discard(view.service)
+        if view.health == "unhealthy" and view.state == "running":
+            if view.service not in self.recovering and router_awaits_workers(view, self.views, self.topology,
+                                                                             self.returning):
+                self.recovering.add(view.service)
+                self._event(f"{view.service}: unhealthy while a worker it needs comes back; waiting for it")
+            # A worker the converge has yet to replace (or is stopping: its /health answers 503
+            # while it shuts down) is judged on its new container, once the converge is done. CI
+            # saw decode's old container unhealthy while prefill was being recreated before it.
+            replaced_later = view.service in self.returning and not up_done
+            if view.service not in self.recovering and not replaced_later:
+                raise self._fail(view, "turned unhealthy")
+        # A container stopped before this launch (a reconcile) waits for `compose up` to start
+        # it, which waits on its dependencies: stopped only counts once it ran, or up is done.
+        replacing = view.service in self.returning and not up_done
+        if view.state in ("exited", "dead") and not replacing and (view.service in self.seen_running or up_done):
+            if view.service in self.exited_once:  # still down a poll later: no restart is coming
+                raise self._fail(view, "exited")
+            self.exited_once.add(view.service)
+        else:
+            self.exited_once.discard(view.service)
+
+    def _through_front_door(self) -> Readiness | None:
+        """Every server healthy: the front door's readiness, then one real generation, then every other
+        healthcheck. The Readiness once all three hold, else None (poll again)."""
+        front, views = self.front, self.views
+        ok, detail = front_door_state(front, workers=len(self.server_names & {v.service for v in views})
+                                      if self.topology.has_router else 0)
+        if self.last_seen.get("front door") != detail:
+            self.last_seen["front door"] = detail
+            self._event(f"front door {front.url}{detail}")
+        if ok and self.generated is None:
+            self._try_first_generation()
+        if self.generated is None:
+            return None
+        # Every other container with a healthcheck (the router) healthy too, as `compose up
+        # --wait` would have it: "ready" never comes while `docker ps` still says starting.
+        pending = sorted(v.service for v in views if v.health and v.health != "healthy")
+        if not pending:
+            return Readiness(time.monotonic() - self.start, views, self.generated, self.events)
+        if self.last_seen.get("healthchecks") != str(pending):
+            self.last_seen["healthchecks"] = str(pending)
+            self._event(f"waiting on the healthcheck of {', '.join(pending)}")
+        return None
+
+    def _try_first_generation(self) -> None:
+        """One generation through the front door; a server error the watch calls final ends the wait."""
+        front = self.front
+        try:
+            text = first_generation(front, self.prompt)
+        except (requests.RequestException, ValueError, KeyError, IndexError) as exc:
+            self._event(f"first generation not yet: {front.redact(str(exc))[:200]}")
+            response = getattr(exc, "response", None)
+            if self.server_errors is not None and response is not None and response.status_code >= 500:
+                stop = self.server_errors.server_error(response.status_code, front.redact(response.text))
+                if stop is not None:
+                    raise StackNotReady(stop[0], services=self.views, hint=stop[1])
+        else:
+            self._event(f"first generation through the front door: {text.strip()[:60]!r}")
+            self.generated = text
+
+    def _fail(self, view: ServiceView, what: str) -> NotReady:
         # A crash of one server usually shows first as its own exit or restart and only later as
         # the router turning unhealthy: the headline names whoever failed first.
-        cause = first_failure or _Failure(view.service, what, view.exit_code, logs.fatal(view.service),
-                                          view.milestone)
+        cause = self.first_failure or _Failure(view.service, what, view.exit_code, self.logs.fatal(view.service),
+                                               view.milestone)
         if cause.exit_code in (None, 0):
-            codes = [code for service, code in stack.exits(began) if service == cause.service and code]
+            codes = [code for service, code in self.stack.exits(self.began) if service == cause.service and code]
             cause.exit_code = codes[0] if codes else cause.exit_code
         text = cause.headline()
         if cause.service != view.service:
             text += f" (then {view.service} {what})"
-        kv = server_errors.explain() if server_errors is not None else None
-        if kv is not None and cause.service in server_names and cause.exit_code not in (None, 0):
+        kv = self.server_errors.explain() if self.server_errors is not None else None
+        if kv is not None and cause.service in self.server_names and cause.exit_code not in (None, 0):
             # A server that exited or crashed is the cause: the transfers decode counted as failed
             # went to (or came from) it, so they are its consequence, said after it.
-            return StackNotReady(f"{text}; before it, {kv[0]}", services=views)
+            return StackNotReady(f"{text}; before it, {kv[0]}", services=self.views)
         if kv is not None:  # generations failed while every server ran: what decode counts says why
-            return StackNotReady(f"{kv[0]}; then {text}", services=views, hint=kv[1])
-        return StackNotReady(text, services=views)
-
-    while True:
-        if starting is not None:
-            starting.raise_if_failed()
-        views = []
-        for st in stack.states():
-            if st.service == TOOL_SERVICE:
-                continue
-            logs.update(st.name, st.service)
-            views.append(ServiceView(st.service, st.state, st.health, st.restart_count, st.exit_code,
-                                     logs.milestone(st.service)))
-        views.sort(key=lambda v: v.service)
-        for view in views:
-            summary = view.describe()
-            if last_seen.get(view.service) != summary:
-                last_seen[view.service] = summary
-                event(f"{view.service}: {summary}")
-            # A worker a reconcile is replacing stops on purpose while its `up --no-deps` runs.
-            replacing = view.service in returning and not (starting is None or starting.done())
-            crashed = not replacing and (view.restarts > restarts.get(view.service, view.restarts)
-                                         or view.state == "restarting"
-                                         or (view.state in ("exited", "dead") and view.service in seen_running))
-            if first_failure is None and crashed:
-                first_failure = _Failure(view.service, "exited" if view.state in ("exited", "dead")
-                                         else "crashed and was restarted", view.exit_code,
-                                         logs.fatal(view.service), view.milestone)
-            elif first_failure is not None and first_failure.service == view.service:
-                # A later poll may see what the first did not: the exit code, the fatal line.
-                if view.exit_code not in (None, 0):
-                    first_failure.exit_code = view.exit_code
-                first_failure.fatal = logs.fatal(view.service) or first_failure.fatal
-            restarts[view.service] = view.restarts
-            first_seen.setdefault(view.service, view.restarts)
-        missing = expected_services - {v.service for v in views}
-        if missing and (starting is None or starting.done()):
-            raise StackNotReady(f"containers never appeared: {', '.join(sorted(missing))}", services=views)
-        up_done = starting is None or starting.done()
-        for view in views:
-            if view.restarts - first_seen.get(view.service, view.restarts) >= CRASH_LOOP_RESTARTS:
-                # Its restart policy keeps bringing it back to crash again: no need to wait for the
-                # policy to give up (or for `compose up`, which waits on it, to fail).
-                raise fail(view, f"is crash-looping (restarted {view.restarts}x)")
-            if view.state == "running":
-                seen_running.add(view.service)
-            if view.health == "healthy":
-                recovering.discard(view.service)
-            if view.health == "unhealthy" and view.state == "running":
-                if view.service not in recovering and router_awaits_workers(view, views, topology, returning):
-                    recovering.add(view.service)
-                    event(f"{view.service}: unhealthy while a worker it needs comes back; waiting for it")
-                # A worker the converge has yet to replace (or is stopping: its /health answers 503
-                # while it shuts down) is judged on its new container, once the converge is done. CI
-                # saw decode's old container unhealthy while prefill was being recreated before it.
-                replaced_later = view.service in returning and not up_done
-                if view.service not in recovering and not replaced_later:
-                    raise fail(view, "turned unhealthy")
-            # A container stopped before this launch (a reconcile) waits for `compose up` to start
-            # it, which waits on its dependencies: stopped only counts once it ran, or up is done.
-            replacing = view.service in returning and not up_done
-            if view.state in ("exited", "dead") and not replacing and (view.service in seen_running or up_done):
-                if view.service in exited_once:  # still down a poll later: no restart is coming
-                    raise fail(view, "exited")
-                exited_once.add(view.service)
-            else:
-                exited_once.discard(view.service)
-        servers_healthy = all(v.health == "healthy" for v in views if v.service in server_names)
-        # Ready only once `compose up` (a reconcile's converge) is done: a server it has not
-        # replaced yet may still be healthy on its old configuration.
-        if servers_healthy and not missing and up_done:
-            ok, detail = front_door_state(front, workers=len(server_names & {v.service for v in views})
-                                          if topology.has_router else 0)
-            if last_seen.get("front door") != detail:
-                last_seen["front door"] = detail
-                event(f"front door {front.url}{detail}")
-            if ok and generated is None:
-                try:
-                    text = first_generation(front, prompt)
-                except (requests.RequestException, ValueError, KeyError, IndexError) as exc:
-                    event(f"first generation not yet: {front.redact(str(exc))[:200]}")
-                    response = getattr(exc, "response", None)
-                    if server_errors is not None and response is not None and response.status_code >= 500:
-                        stop = server_errors.server_error(response.status_code, front.redact(response.text))
-                        if stop is not None:
-                            raise StackNotReady(stop[0], services=views, hint=stop[1])
-                else:
-                    event(f"first generation through the front door: {text.strip()[:60]!r}")
-                    generated = text
-            if generated is not None:
-                # Every other container with a healthcheck (the router) healthy too, as `compose up
-                # --wait` would have it: "ready" never comes while `docker ps` still says starting.
-                pending = sorted(v.service for v in views if v.health and v.health != "healthy")
-                if not pending:
-                    return Readiness(time.monotonic() - start, views, generated, events)
-                if last_seen.get("healthchecks") != str(pending):
-                    last_seen["healthchecks"] = str(pending)
-                    event(f"waiting on the healthcheck of {', '.join(pending)}")
-        if time.monotonic() >= deadline:
-            where = "; ".join(f"{v.service}: {v.describe()}" for v in views)
-            raise StackNotReadyInTime(f"not ready after {timeout:.0f} s ({where})", services=views,
-                                      hint="raise lifecycle.launch_timeout (or --timeout) if weights load "
-                                           "slowly; the saved logs show where each server stopped")
-        time.sleep(POLL_SECONDS)
+            return StackNotReady(f"{kv[0]}; then {text}", services=self.views, hint=kv[1])
+        return StackNotReady(text, services=self.views)

@@ -5,15 +5,22 @@ running project). This is only its entry in the registry."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundle.api import Target
 from bundle.render import compose
 from bundle.service import launch
-from bundle.stack import docker
 from bundle.stack.runstate import LaunchRecord
+
+if TYPE_CHECKING:
+    from bundle.stack import docker
 
 
 def _stack(record: LaunchRecord) -> docker.Stack:
+    # Imported here: the Docker client is half a second of imports that `bundle render`, and every
+    # verb that only reads the registry, never need.
+    from bundle.stack import docker
+
     return docker.Stack(record.project, [Path(f) for f in record.compose_files], Path(record.env_file),
                         profiles=list(record.profiles))
 

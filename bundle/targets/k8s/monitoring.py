@@ -6,7 +6,6 @@ profile's own (bundle/monitoring), so one source feeds both."""
 
 from __future__ import annotations
 
-from bundle.monitoring import dashboards
 from bundle.monitoring.rules import Thresholds, prom_duration, rules_document
 from bundle.targets.k8s import commands as cmd
 from bundle.targets.k8s import disaggregated
@@ -37,7 +36,7 @@ def objects(builder, server_roles: list[str], has_router: bool) -> list[dict]:
                 "metadata": builder.meta(f"{base}-alerts", labels), "spec": rules})
     out.append({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": builder.meta(f"{base}-dashboard", {**labels, "grafana_dashboard": "1"}),
-                "data": {"sglang-bundle.json": dashboards.dashboard_json()}})
+                "data": {"sglang-bundle.json": _dashboard_json()}})
     return out
 
 
@@ -52,3 +51,11 @@ def _pod_monitor(builder, name: str, labels: dict, interval: str, *, port: str, 
                              {"sourceLabels": ["__meta_kubernetes_pod_label_io_sglang_bundle_service"],
                               "targetLabel": "job"},
                              {"targetLabel": "role", "replacement": role}]}]}}
+
+
+def _dashboard_json() -> str:
+    # Imported here: the dashboard library (grafana-foundation-sdk) is most of the Kubernetes wing's
+    # import time, and only a render with monitoring needs it (not the registry that lists the wing).
+    from bundle.monitoring import dashboards
+
+    return dashboards.dashboard_json()

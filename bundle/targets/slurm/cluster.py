@@ -18,11 +18,15 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundle.paths import compose_dir
 from bundle.render.rehearsal import engine_grantable_limits
-from bundle.stack import docker, runstate
+from bundle.stack import runstate
 from bundle.topology import Topology
+
+if TYPE_CHECKING:
+    from bundle.stack import docker
 
 COMPOSE_FILE_NAME = "slurm-cluster.yaml"
 CONTROLLER = "slurmctld"
@@ -113,10 +117,16 @@ class Cluster:
     def env_file(self) -> Path:
         return self.dir / "cluster.env"
 
+    # The Docker client is imported by the two methods that use it: the registry imports this module
+    # for project_for(), and `bundle render` must not pay for python-on-whales.
     def stack(self) -> docker.Stack:
+        from bundle.stack import docker
+
         return docker.Stack(self.project, [compose_file()], self.env_file)
 
     def containers(self) -> list[str]:
+        from bundle.stack import docker
+
         return docker.project_containers(self.project)
 
     def write(self, *, image: str, topology: Topology, front_port: int, front_target_port: int,

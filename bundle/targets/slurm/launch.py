@@ -9,6 +9,7 @@ from bundle import log_lines
 from bundle.config.model import Deployment
 from bundle.errors import BundleError, Failed, TimedOut, UsageError
 from bundle.rehearsal import registry as modes
+from bundle.targets.slurm import config as slurm_config
 from bundle.targets.slurm import script as slurm_render
 from bundle.targets.slurm import rules as slurm_rules
 from bundle.service.launch import LaunchRequest
@@ -58,7 +59,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     modes.ensure_artifacts(mode, report=say)
     image = node_image.ensure_image(report=say)
     cluster.write(image=image, topology=topology, front_port=dep.network.front_port, front_target_port=job.front_port,
-                  rehearsal_env=rendered.env, host_address=dep.network.host_address, gres=dep.slurm.gres)
+                  rehearsal_env=rendered.env, host_address=dep.network.host_address, gres=slurm_config.of(dep).gres)
     run_dir = runstate.new_run_dir(project, "launch")
     stack = None
     created_volumes = cluster.stack().volumes_to_create()  # read before `up` makes them: down's to remove
@@ -66,12 +67,12 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
         reporter.print(f"starting the cluster {project}: {clusters.CONTROLLER} + {', '.join(clusters.NODES)}")
         cluster.up()
         client = _wait_cluster(cluster, say)
-        (cluster.shared_dir / dep.slurm.log_dir).mkdir(parents=True, exist_ok=True)
+        (cluster.shared_dir / slurm_config.of(dep).log_dir).mkdir(parents=True, exist_ok=True)
         (cluster.shared_dir / "job.sbatch").write_text(job.native_script())
         job_id = client.sbatch(job.native_script())
         reporter.print(f"submitted job {job_id} ({job.total_nodes} nodes: {', '.join(s.name for s in job.steps)})")
         nodes = jobs.wait_allocated(client, job_id, timeout=120, report=say)
-        shared_logs = cluster.shared_dir / dep.slurm.log_dir / job_id
+        shared_logs = cluster.shared_dir / slurm_config.of(dep).log_dir / job_id
         record = jobs.JobRecord(project, job_id, nodes, job.placement(nodes), str(shared_logs), mode.name,
                                 client.container, client.workdir)
         jobs.save(record)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from bundle.config.model import Deployment
 from bundle.config.source import format_path
 from bundle.targets.slurm import commands
+from bundle.targets.slurm import config as slurm_config
 from bundle.rules.check import RulesReport
 from bundle.run import run
 from bundle.topology import Topology
@@ -16,7 +17,7 @@ def check(dep: Deployment, topology: Topology) -> RulesReport:
     found = RulesReport()
     error = found.errors_of(dep.source)
 
-    s = dep.slurm
+    s = slurm_config.of(dep)
     if topology.has_router and s.router_port == dep.network.worker_port:
         error(("slurm", "router_port"), f"{s.router_port} is also network.worker_port, and the router shares the "
                                         f"first node with a server: choose another port (e.g. 8000)")

@@ -1,11 +1,18 @@
 """bundle.yaml's `slurm:` section, typed: what `bundle render|launch --target slurm` adds to a topology
-(the allocation, the containers, the nodes of each server role). Compose ignores it."""
+(the allocation, the containers, the nodes of each server role). Compose ignores it.
+
+The wing owns its section: the core config (bundle/config/model.py) keeps it as the schema checked it
+and the defaults filled it (Deployment.wing_section), and only this module gives it a type, so deleting
+the wing's folder leaves nothing of Slurm in the core's types."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from bundle.config.model import Deployment
 
 
 @dataclass(frozen=True)
@@ -34,9 +41,16 @@ class Slurm:
         return ("slurm", *config_key, "nodes")
 
 
-def build(merged: dict) -> Slurm:
-    """The typed section of a merged, schema-valid config."""
-    section = merged["slurm"]
+SECTION = "slurm"  # its key in bundle.yaml (and in bundle.schema.json)
+
+
+def of(dep: Deployment) -> Slurm:
+    """The deployment's `slurm:` section, typed."""
+    return build(dep.wing_section(SECTION), model_path=dep.model_path)
+
+
+def build(section: Mapping, *, model_path: str) -> Slurm:
+    """The typed section of a merged, schema-valid config (`model_path`: model.path, its model_path's default)."""
     role_nodes: dict[tuple[str, ...], int] = {}
 
     def walk(node: dict, key: tuple[str, ...]) -> None:
@@ -52,7 +66,7 @@ def build(merged: dict) -> Slurm:
     return Slurm(partition=section["partition"], account=section["account"], time_limit=str(section["time_limit"]),
                  gpus_per_node=section["gpus_per_node"], gres=section["gres"],
                  container_image=section["container_image"],
-                 model_path=section["model_path"] or merged["model"]["path"],
+                 model_path=section["model_path"] or model_path,
                  jit_cache_root=section["jit_cache_root"], log_dir=section["log_dir"],
                  ucx_net_devices=tuple(section["ucx_net_devices"]), dist_init_port=section["dist_init_port"],
                  router_port=section["router_port"], role_nodes=MappingProxyType(role_nodes))
