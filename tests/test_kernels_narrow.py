@@ -73,3 +73,52 @@ def test_a_left_out_symbol_resolves_at_load_and_throws_naming_its_pair(tmp_path)
                    check=True)
     assert narrow.undefined_cxx(linked) == []
     assert ctypes.CDLL(str(linked), mode=os.RTLD_NOW).call() == 7
+
+
+# The shape of FlashInfer 0.7.2's cutlass_fused_moe_instantiation.cu (abridged: its includes, a guarded
+# list, a statement over two lines, an SM90 scale mode, a commented-out one and the finalize macros).
+_INSTANTIATION = """#include "cutlass_fused_moe_kernels.cuh"
+#include "moe_kernels.h"
+#include <cuda.h>
+
+namespace tensorrt_llm::kernels::cutlass_kernels {
+template class CutlassMoeFCRunner<float, float>;
+#ifdef ENABLE_FP8
+// template class CutlassMoeFCRunner<__nv_fp8_e4m3, __nv_fp8_e4m3>;
+template class CutlassMoeFCRunner<__nv_fp8_e4m3, __nv_fp8_e4m3, half>;
+#endif
+#ifdef ENABLE_FP4
+template class CutlassMoeFCRunner<__nv_fp8_e4m3, Fp4Type, half>;
+template class CutlassMoeFCRunner<__nv_fp8_e4m3, Fp4Type, half, half, half, false,
+                                  Sm90Wfp4Afp8ScaleMode::kHummingPreMmaE8M0>;
+#ifdef ENABLE_BF16
+template class CutlassMoeFCRunner<__nv_fp8_e4m3, Fp4Type, __nv_bfloat16>;
+template class CutlassMoeFCRunner<__nv_bfloat16, Fp4Type>;
+#endif
+#endif
+INSTANTIATE_FINALIZE_MOE_ROUTING(half, half, half);
+}
+"""
+
+
+def test_the_runner_instantiations_keep_flashinfers_statements_for_mxfp8_x_mxfp4_on_sm120_only(tmp_path):
+    narrow = _narrow()
+    for name in ("cutlass_fused_moe_kernels.cuh", "moe_kernels.h"):
+        (tmp_path / name).write_text("")
+    text = narrow.narrow_instantiation(_INSTANTIATION, tmp_path)
+    runners = [" ".join(m.group("args").split()) for m in narrow._RUNNER.finditer(text)]
+    assert runners == ["__nv_fp8_e4m3, Fp4Type, half", "__nv_fp8_e4m3, Fp4Type, __nv_bfloat16"]
+    # What is left out is named where it stood; the guards, the finalize routing and a system include stay.
+    assert "left out (docker/kernels_narrow.py): CutlassMoeFCRunner<__nv_bfloat16, Fp4Type>" in text
+    assert "kHummingPreMmaE8M0> */" in text
+    assert "#ifdef ENABLE_BF16" in text and "INSTANTIATE_FINALIZE_MOE_ROUTING(half, half, half);" in text
+    assert f'#include "{tmp_path}/moe_kernels.h"' in text and "#include <cuda.h>" in text
+
+
+def test_an_instantiation_list_without_the_kept_runner_stops_the_build_naming_the_file(tmp_path):
+    narrow = _narrow()
+    try:
+        narrow.narrow_instantiation("template class CutlassMoeFCRunner<half, half>;\n", tmp_path)
+        raise AssertionError("a list without the kept pair was accepted")
+    except SystemExit as exc:
+        assert "instantiates no runner" in str(exc) and "RUNNERS_KEPT" in str(exc)
