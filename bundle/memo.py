@@ -66,6 +66,8 @@ def parsed(kind: str, text: str, parse: Callable[[], object]):
     """`parse()`'s result for `text`, remembered across processes (see the module's docstring). `parse`
     raises on a bad text; nothing is remembered then."""
     digest = key(kind, text)
+    if digest is None:  # a text that is not a str: never remembered
+        return parse()
     path = parsed_dir() / f"{digest}.json"
     try:
         return json.loads(path.read_bytes())
