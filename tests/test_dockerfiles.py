@@ -183,7 +183,7 @@ def standin_project(tmp_path_factory, standin_chain):
     """A copy of the project's docker/ and kernels/ under its own image repo, removed afterwards. Its
     base, framework and pd layers are the session chain's images under the copy's tags (the copy's
     Dockerfiles, locks and files are the checkout's, byte for byte), so its builds start above them.
-    The kernels layer too (its norm module compiled once per session, by the chain)."""
+    The kernels layer too (the GPU image's real layer, compiled once per session, by the chain)."""
     root = tmp_path_factory.mktemp("project")
     shutil.copytree(REPO / "docker", root / "docker", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
