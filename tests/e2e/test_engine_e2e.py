@@ -124,17 +124,31 @@ def _launched(engine, topology: str):
 
 def _loaded_in_shards_with_sglangs_bar(engine, launch_out: str) -> None:
     """The rehearsal model is an indexed multi-shard checkpoint, as DeepSeek-V4-Flash's is: SGLang's own
-    loader printed its tqdm bar over every shard ("\\r" rewrites), and the readiness wait followed the
-    real log's milestones through it."""
+    loader printed its tqdm bar over every shard ("\\r" rewrites), and the readiness wait's reader takes
+    the server's real log, bar and all, to its milestones in order. Which milestones the launch printed
+    depends on where its polls fell (a 3-shard load on an idle machine is over between two polls), so the
+    milestones are read here from the whole log by the same reader and table the wait uses."""
     import re
 
-    assert "loading weights" in launch_out or "weights loaded" in launch_out, launch_out[-2000:]
-    log = subprocess.run(["docker", "logs", f"{engine.project}-tp4-server-1"], capture_output=True)
-    text = (log.stdout + log.stderr).decode(errors="replace")
-    bars = [line for line in text.split("\n") if "shards" in line and "\r" in line]
-    assert bars, text[-3000:]
-    done = re.findall(r"\b(\d+)/(\d+) \[", bars[-1])
-    assert done and done[-1][0] == done[-1][1] and int(done[-1][1]) >= 2, bars[-1][-300:]
+    from bundle.log_lines import stamped_lines
+    from bundle.stack import milestones
+
+    assert "ready in " in launch_out, launch_out[-2000:]
+    server = f"{engine.project}-tp4-server-1"
+    log = subprocess.run(["docker", "logs", "--timestamps", server], capture_output=True)
+    raw = (log.stdout + log.stderr).decode(errors="replace")
+    assert any("shards" in line and "\r" in line for line in raw.split("\n")), raw[-3000:]
+    lines = stamped_lines(raw)
+    assert all(line.stamp is not None for line in lines if line.complete), "a stamped line lost its stamp"
+    bars = [line.text for line in lines if "shards" in line.text and re.search(r"\b(\d+)/\1 \[", line.text)]
+    assert bars and int(re.search(r"\b(\d+)/\1 \[", bars[-1]).group(1)) >= 2, bars[-1:]
+    passed = []
+    for line in sorted((line for line in lines if line.stamp is not None), key=lambda line: line.stamp):
+        index = milestones.reached(line.text, milestones.SERVER_MILESTONES)
+        if index > (passed[-1] if passed else -1):
+            passed.append(index)
+    names = [milestones.SERVER_MILESTONES[i][0] for i in passed]
+    assert names[:2] == ["loading weights", "weights loaded"] and names[-1] == "serving", names
 
 
 @pytest.mark.timeout(MODEL_S + LAUNCH_S + REST_S)
