@@ -83,7 +83,7 @@ test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a fail
 	@# --standin: the GPU image's real kernels layer (`make image` builds the same on the GPU host with
 	@# every core): FlashInfer's modules for 12.0a, the fused MoE cut to MXFP8 x MXFP4, and the 31 TileLang
 	@# indexer kernels, audited by the Docker tier (docs/images.md).
-	@# Built here, not inside a test, so a cold engine's quarter of an hour shows its progress (and no
+	@# Built here, not inside a test, so a cold engine's half hour (the real kernels layer about 12 minutes of it) shows its progress (and no
 	@# two workers build the same image). Not beside the fast tier: on 2 cores that was slower in all
 	@# (2026-12-04: the fast tier took 260 s instead of 121 s, and the chain through pd 2 minutes longer).
 	@# Without an engine the Docker tests skip (or fail under
