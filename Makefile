@@ -78,19 +78,16 @@ PYTEST_TIER := $(BIN)/python -m pytest -p no:cacheprovider --durations=15 --cov=
 # shared rehearsals.
 TEST_WORKERS ?= 2
 test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure), then the images the Docker tier stands on (progress shown, reused when present), then the slow, Docker and network tier
-	$(PYTEST_TIER) -n $(TEST_WORKERS) --dist loadfile \
+	BUNDLE_TIER=fast $(PYTEST_TIER) -n $(TEST_WORKERS) --dist loadfile \
 	  -m "not docker and not network and not slow and not gpu and not cluster" $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	@# --standin: the GPU image's real kernels layer (`make image` builds the same on the GPU host with
-	@# every core): FlashInfer's modules for 12.0a, the fused MoE cut to MXFP8 x MXFP4, and the 31 TileLang
-	@# indexer kernels, audited by the Docker tier (docs/images.md).
-	@# Built here, not inside a test, so a cold engine's half hour (the real kernels layer about 12 minutes of it) shows its progress (and no
-	@# two workers build the same image). Not beside the fast tier: on 2 cores that was slower in all
-	@# (2026-12-04: the fast tier took 260 s instead of 121 s, and the chain through pd 2 minutes longer).
-	@# Without an engine the Docker tests skip (or fail under
-	@# CI=true): nothing to build.
-	@if docker info >/dev/null 2>&1; then \
-	  $(BUNDLE) build --standin && $(BIN)/python -m bundle.images.rehearsal image >/dev/null; fi
-	$(PYTEST_TIER) --cov-append -n $(TEST_WORKERS) --dist loadfile \
+	@# tests/second-tier.sh: the rehearsal image and the chain below it (base, framework, pd) first, then
+	@# the tier, with the chain's upper layers (the real kernels layer: FlashInfer's modules for 12.0a, the
+	@# fused MoE cut to MXFP8 x MXFP4, TileLang's 31 indexer kernels; `make image` builds the same on the
+	@# GPU host with every core) built beside it at idle CPU priority; the audit and the chain's own tests
+	@# go last and wait for it (docs/testing.md). Built here, not inside a test, so a cold engine's build
+	@# shows its progress (and no two workers build the same image). Not beside the fast tier: on 2
+	@# cores that was slower in all (2026-12-04: the fast tier took 260 s instead of 121 s).
+	BIN=$(BIN) BUNDLE_TIER=docker tests/second-tier.sh $(PYTEST_TIER) --cov-append -n $(TEST_WORKERS) --dist loadfile \
 	  -m "(docker or network or slow) and not gpu and not cluster and not heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-heavy: $(STAMP) ## the tests CI's budget has no room for (the classic builder's copy of the whole image, 12 min): run them deliberately

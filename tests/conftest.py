@@ -11,6 +11,7 @@ import importlib
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,6 +75,36 @@ _ENGINE = None
 # build may take on a busy 2-core machine (`bundle build --standin` alone: about 13 minutes; the
 # rehearsal image: about 8).
 BUILD_TIMEOUTS_S = {"standin_chain": 3600, "rehearsal_image": 1800}
+
+
+# The tier clock (tests/tier_clock.py): on the controlling process only (under xdist the workers'
+# reports reach it), and only for a tier the Makefile names.
+_CLOCK = None
+
+
+def pytest_sessionstart(session):
+    global _CLOCK
+    tier = os.environ.get("BUNDLE_TIER")
+    if tier and os.environ.get("PYTEST_XDIST_WORKER") is None:
+        from tests.tier_clock import TierClock
+
+        _CLOCK = TierClock(tier)
+
+
+def pytest_runtest_logreport(report):
+    if _CLOCK is not None:
+        _CLOCK.add(report.nodeid, report.when, report.duration)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _CLOCK is None:
+        return
+    from tests.tier_clock import append_record, compare, load_baseline
+
+    record = _CLOCK.record()
+    append_record(record)
+    for line in compare(record, load_baseline()):
+        terminalreporter.write_line(line, yellow=line.startswith("WARNING"))
 
 
 def pytest_itemcollected(item):
@@ -174,7 +205,10 @@ def _longest_modules_first(config, items):
     for item in items:
         longest[item.path] = max(longest.get(item.path, 0.0), _bound(config, item))
     position = {path: i for i, path in enumerate(longest)}
-    items.sort(key=lambda item: (-longest[item.path], position[item.path]))  # stable: a module's order kept
+    # While the upper chain builds beside the tier (tests/second-tier.sh), the modules standing on it
+    # go last: every other module runs first, and by then the build is done or nearly so.
+    waiting = {item.path for item in items if _waits_for_the_chain(item)}
+    items.sort(key=lambda item: (item.path in waiting, -longest[item.path], position[item.path]))
 
 
 def _time_for_the_builds(config, items):
@@ -188,6 +222,34 @@ def _time_for_the_builds(config, items):
         firsts = list({item.path: item for item in reversed(needing)}.values()) if workers else needing[:1]
         for first in firsts:
             first.add_marker(pytest.mark.timeout(seconds + _bound(config, first)), append=False)
+
+
+# Set by tests/second-tier.sh while it builds the stand-in chain's upper layers (the real kernels
+# layer: nvcc, about 15 minutes on 2 cores) beside the Docker tier: the file the build writes its exit
+# status to when it ends, and its log.
+CHAIN_BUILD_STATUS = "BUNDLE_CHAIN_BUILD_STATUS"
+CHAIN_BUILD_LOG = "BUNDLE_CHAIN_BUILD_LOG"
+
+
+def _waits_for_the_chain(item) -> bool:
+    return bool(os.environ.get(CHAIN_BUILD_STATUS)) and "standin_chain" in getattr(item, "fixturenames", ())
+
+
+def _wait_for_the_background_chain_build() -> None:
+    """Return once tests/second-tier.sh's build of the upper chain has ended; fail with its log's tail if
+    it failed. The wait is bounded by the first such test's bound, which carries the build's
+    (BUILD_TIMEOUTS_S)."""
+    status = os.environ.get(CHAIN_BUILD_STATUS)
+    if not status:
+        return
+    while not Path(status).exists():
+        time.sleep(5)
+    rc = Path(status).read_text().strip()
+    if rc != "0":
+        log = Path(os.environ.get(CHAIN_BUILD_LOG, ""))
+        tail = log.read_text()[-3000:] if log.is_file() else "(no log)"
+        pytest.fail(f"the stand-in chain's background build failed (exit {rc}); its log ends:\n{tail}",
+                    pytrace=False)
 
 
 @contextmanager
@@ -230,6 +292,7 @@ def standin_chain(tmp_path_factory) -> dict[str, str]:
     from bundle.images import build
     from bundle.lock import load_lock
 
+    _wait_for_the_background_chain_build()  # then the build below finds every layer and returns at once
     with one_build_at_a_time(tmp_path_factory, "standin-chain"):
         proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin"], cwd=REPO,
                               capture_output=True, text=True, timeout=3600, check=False)

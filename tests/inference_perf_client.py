@@ -1,6 +1,6 @@
 """inference-perf 0.7.0, a benchmark client nobody here wrote (the one llm-d's guides use), pointed at a
 front door: its config, its run (its own venv: it needs Python >= 3.12, `make install` makes
-.venv-inference-perf), and what its reports say. Used by tests/e2e/test_inference_perf_e2e.py."""
+.venv-inference-perf), and what its reports say. Used by tests/e2e/test_engine_e2e.py (the pd stack it shares)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 it) in front of worker simulators, every request served with the server's usage counts; and the SGLang
 Prometheus series it reads itself must be ones the pinned SGLang 0.5.23 exposes, under the label it
 filters on (model_name): read from the client's installed source and SGLang's (tests/metric_catalogue.py),
-nothing typed here. Against the real SGLang on CPU: tests/e2e/test_inference_perf_e2e.py."""
+nothing typed here. Against the real SGLang on CPU: tests/e2e/test_engine_e2e.py (the pd stack it shares)."""
 
 from __future__ import annotations
 

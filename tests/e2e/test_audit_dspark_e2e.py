@@ -10,8 +10,6 @@ import subprocess
 
 import pytest
 
-from bundle.images import build
-from bundle.lock import load_lock
 from bundle.simulator.resolve import resolve_like_sglang
 from tests.conftest import REPO
 
@@ -23,11 +21,8 @@ SHIPPED = REPO / "bundle" / "images" / "audit" / "deepseek_v4_flash" / "config.j
 @pytest.mark.slow
 # 20 s (2026-12-03, its audit image already built by the session's other audits).
 @pytest.mark.timeout(1500)
-def test_the_audit_predicts_dspark_with_the_drafts_block_size_from_sglangs_own_post_init(tmp_path):
-    proc = subprocess.run([str(REPO / ".venv" / "bin" / "bundle"), "build", "--standin"], cwd=REPO,
-                          capture_output=True, text=True, timeout=3600, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    image = build.make_plan(load_lock(), standin=True).layers[-1].extra_tags[0]
+def test_the_audit_predicts_dspark_with_the_drafts_block_size_from_sglangs_own_post_init(tmp_path, standin_chain):
+    image = standin_chain["image"]
     folder = tmp_path / "DeepSeek-V4-Flash-0731"
     folder.mkdir()
     config = json.loads(SHIPPED.read_text()) | {"dspark_block_size": 5, "dspark_markov_rank": 1}

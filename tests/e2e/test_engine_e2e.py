@@ -3,9 +3,9 @@ all three topologies of ONE project with the same trained model, one after the o
 this module run in order on one worker; each takes its topology down before the next starts).
 
 - tp4: launch, smoke (every check), down.
-- pd: launch (readiness through smg, attestation of what the real server resolved), smoke (every check,
-  the PD path proven by SGLang's own counters), bench C=1 and C=8 with tiny sizes, decode's server
-  process SIGKILLed FROM THE HOST (tests/e2e/host_faults.py: a `docker kill` is an operator's stop, for
+- pd: launched once for the checks that only read it: smoke (every check, the PD path proven by SGLang's
+  own counters), bench C=1 and C=8 with tiny sizes, an independent client (inference-perf) through the
+  published port beside `bundle bench`; then decode's server process SIGKILLed FROM THE HOST (tests/e2e/host_faults.py: a `docker kill` is an operator's stop, for
   which Docker skips the restart policy), the restart policy bringing it back, smoke again, down.
 - dp: launch (two replicas), smoke (each replica generates a request sent straight to it, and smg
   lists both healthy), replica-0's server SIGKILLed from the host while replica-1 serves the front
@@ -27,11 +27,13 @@ import requests
 from bundle import topology as registry
 from bundle.cli import main
 from bundle.config.loader import load_config
-from bundle.stack import docker
+from bundle.stack import docker, runstate
 from bundle.stack.frontdoor import front_door
-from tests.conftest import compose_project, write_config
+from tests import inference_perf_client as iperf
+from tests.conftest import compose_project, missing, write_config
 from tests.e2e.host_faults import sigkill
 from tests.sim_process import free_port
+from tests.test_inference_perf import served_with_usage
 
 pytestmark = pytest.mark.docker
 # Each wait's bound, and each test's timeout the sum of its waits (plus 2 min for the smokes and down):
@@ -162,34 +164,88 @@ def test_tp4_on_the_real_engine_serves_and_smokes(engine, capsys):
         _down_leaves_nothing(engine, "tp4")
 
 
-@pytest.mark.timeout(LAUNCH_S + 2 * BENCH_LEVEL_S + BACK_S + SMOKE_AGAIN_S + REST_S)
-def test_pd_on_the_real_engine_serves_smokes_benches_and_recovers_from_a_sigkill(engine, capsys):
-    pd_project = f"{engine.project}-pd"
-    with _launched(engine, "pd"):
-        report = _smoke(engine, "pd", capsys)
-        steps = {s["name"]: s for s in report["steps"]}
-        assert all(s["ok"] for s in report["steps"]), steps
-        _keep_answers("pd", report)
-        # The KV path proven by SGLang's own records, not only by the answers: decode received a KV cache
-        # for every request it served (smoke's step fails otherwise), over NIXL (decode's own log).
-        assert 'decode_transferred' in steps["through prefill and decode"]["detail"]
-        decode_log = subprocess.run(["docker", "logs", _inspect(pd_project, "decode")["Id"]], capture_output=True,
-                                    text=True, check=True)
-        assert "NIXL KVManager initialized with backend: UCX" in decode_log.stdout + decode_log.stderr
+@pytest.fixture(scope="module")
+def pd_stack(engine):
+    """pd launched once for the checks that only read it (smoke and the KV path, bench, the independent
+    client), in that order; the SIGKILL test breaks it last and takes it down. Whatever a failure left
+    up is taken down at the module's end, before nothing: dp's test comes after and needs the port."""
+    main(["down", "tp4", "-c", str(engine.config)])  # a failed tp4 test may have left it up
+    assert main(["launch", "pd", "-c", str(engine.config), *LAUNCH]) == 0
+    yield f"{engine.project}-pd"
+    main(["down", "pd", "-c", str(engine.config)])
 
-        capsys.readouterr()
-        assert main(["bench", "pd", "-c", str(engine.config), "--concurrency", "1", "8", "--input-len", "16",
-                     "--output-len", "8", "--prompts-per-concurrency", "1", "--level-timeout", f"{BENCH_LEVEL_S}s",
-                     "--json"]) == 0
-        record = json.loads(capsys.readouterr().out)  # the run's JSON record (indented: the whole of stdout)
-        assert [lv["status"] for lv in record["levels"]] == ["ok", "ok"]
-        assert all(lv["metrics"]["completed"] == lv["concurrency"] for lv in record["levels"])
 
-        restarts = _inspect(pd_project, "decode")["RestartCount"]
-        sigkill(pd_project, "decode")  # a crash to Docker (exit 137), so its restart policy acts
-        _back_healthy(pd_project, "decode", restarts)
-        _smoke_passes_again(engine, "pd", capsys)
-        _down_leaves_nothing(engine, "pd")
+@pytest.mark.timeout(LAUNCH_S + REST_S)
+def test_pd_on_the_real_engine_serves_and_smokes_through_the_kv_path(engine, pd_stack, capsys):
+    report = _smoke(engine, "pd", capsys)
+    steps = {s["name"]: s for s in report["steps"]}
+    assert all(s["ok"] for s in report["steps"]), steps
+    _keep_answers("pd", report)
+    # The KV path proven by SGLang's own records, not only by the answers: decode received a KV cache
+    # for every request it served (smoke's step fails otherwise), over NIXL (decode's own log).
+    assert 'decode_transferred' in steps["through prefill and decode"]["detail"]
+    decode_log = subprocess.run(["docker", "logs", _inspect(pd_stack, "decode")["Id"]], capture_output=True,
+                                text=True, check=True)
+    assert "NIXL KVManager initialized with backend: UCX" in decode_log.stdout + decode_log.stderr
+
+
+@pytest.mark.timeout(2 * BENCH_LEVEL_S + REST_S)
+def test_pd_on_the_real_engine_benches_every_level(engine, pd_stack, capsys):
+    capsys.readouterr()
+    assert main(["bench", "pd", "-c", str(engine.config), "--concurrency", "1", "8", "--input-len", "16",
+                 "--output-len", "8", "--prompts-per-concurrency", "1", "--level-timeout", f"{BENCH_LEVEL_S}s",
+                 "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)  # the run's JSON record (indented: the whole of stdout)
+    assert [lv["status"] for lv in record["levels"]] == ["ok", "ok"]
+    assert all(lv["metrics"]["completed"] == lv["concurrency"] for lv in record["levels"])
+
+
+# inference-perf 0.7.0 (the client llm-d's guides use; nobody here wrote it), offline (HF_HUB_OFFLINE=1,
+# the rehearsal model's own tokenizer folder), on the host through the published port of pd's router.
+IPERF_IN, IPERF_OUT = 32, 32
+IPERF_STAGES = [(4, 1), (32, 8)]  # (requests, concurrency): bench_serving's 4 x C prompts at C=1 and C=8
+IPERF_S = 10 * 60
+
+
+@pytest.mark.timeout(IPERF_S + 2 * BENCH_LEVEL_S + REST_S)
+def test_inference_perf_gets_every_request_served_with_the_servers_usage_counts(engine, pd_stack, tmp_path,
+                                                                                capsys):
+    """An independent client against the same pd front door: every request served, each with the usage
+    counts the server reported (output tokens as asked: ignore_eos). `bundle bench` then measures the same
+    stack from inside the Docker network; both figures are printed (docs/reading-a-bench.md says why
+    they differ)."""
+    if not iperf.EXECUTABLE.is_file():
+        missing(f"inference-perf in {iperf.VENV} (make install makes it with a CPython 3.12)")
+    dep = load_config(engine.config)
+    env = runstate.load(pd_stack).env
+    out = tmp_path / "reports"
+    cfg = iperf.config(base_url=f"http://127.0.0.1:{dep.network.front_port}", model=env["SERVED_MODEL_NAME"],
+                       tokenizer=env["MODEL_HOST_PATH"], out=out, stages=IPERF_STAGES, input_len=IPERF_IN,
+                       output_len=IPERF_OUT)
+    done = iperf.run(cfg, tmp_path, timeout=IPERF_S)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    reports = iperf.reports(out)
+    served_with_usage(reports, requests=sum(n for n, _ in IPERF_STAGES), output_len=IPERF_OUT)
+    client_tput = {f"C={c}": round(reports[f"stage_{i}_lifecycle_metrics.json"]["successes"]["throughput"]
+                                   ["output_tokens_per_sec"], 1) for i, (_, c) in enumerate(IPERF_STAGES)}
+
+    capsys.readouterr()
+    assert main(["bench", "pd", "-c", str(engine.config), "--input-len", str(IPERF_IN), "--output-len",
+                 str(IPERF_OUT), "--concurrency", *(str(c) for _, c in IPERF_STAGES), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    ours = {lv["concurrency"]: lv["metrics"]["output_throughput"] for lv in record["levels"]}
+    with capsys.disabled():
+        print(f"\ninference-perf (host, published port) output tok/s: {client_tput}")
+        print(f"bundle bench (bench_serving in the Docker network) output tok/s by C: {ours}")
+
+
+@pytest.mark.timeout(BACK_S + SMOKE_AGAIN_S + REST_S)
+def test_pd_on_the_real_engine_recovers_from_a_sigkill(engine, pd_stack, capsys):
+    restarts = _inspect(pd_stack, "decode")["RestartCount"]
+    sigkill(pd_stack, "decode")  # a crash to Docker (exit 137), so its restart policy acts
+    _back_healthy(pd_stack, "decode", restarts)
+    _smoke_passes_again(engine, "pd", capsys)
+    _down_leaves_nothing(engine, "pd")
 
 
 # 231 s (2026-12-03, on two workers): two SGLang replicas on CPU, a SIGKILL and a model reload.

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `make test`'s second tier: the images it stands on, then the tier (the pytest command line given as
+# arguments), with the stand-in chain's upper layers built beside it.
+#
+# The rehearsal image stands on the chain's pd layer; only the audit, the Dockerfile chain tests and
+# the bench launcher's probe stand on the whole chain, whose real kernels layer is nvcc's: about 15
+# minutes of both cores on a cold 2-core engine (2026-12-06). So:
+#   1. the rehearsal image and the chain below it (base, framework, pd), in the foreground, progress shown;
+#   2. `bundle build --standin` in the background (it reuses those and builds kernels, overlay, runtime),
+#      its RUN steps at idle CPU priority where the engine's BuildKit cgroup can be marked so (root,
+#      cgroupfs): the Docker tier's containers come first and the build takes the CPU they leave idle;
+#      its layer lines are shown as they come, its whole log kept;
+#   3. the tier, with the modules that stand on the whole chain scheduled last; their `standin_chain`
+#      fixture waits for the background build's status file (tests/conftest.py).
+# A warm engine has every layer: the background build returns in seconds. Without an engine the
+# tier runs as it is (its Docker tests skip, or fail under CI=true).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.venv/bin}
+
+if ! docker info >/dev/null 2>&1; then
+  exec "$@"
+fi
+
+"$BIN/python" -m bundle.images.rehearsal image >/dev/null || exit $?
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/bundle-chain.XXXXXX")
+status=$work/status
+log=$work/build.log
+
+# BuildKit (the engine's, cgroupfs driver) runs every RUN step in a cgroup under docker/buildkit; marked
+# idle, its steps get a core only when no container or test wants it. Put back when the build ends.
+idle_knob=""
+for dir in ${CHAIN_CGROUPS:-/sys/fs/cgroup/cpu/docker/buildkit /sys/fs/cgroup/docker/buildkit}; do
+  if [ -w "$(dirname "$dir")" ] && { [ -d "$dir" ] || mkdir "$dir" 2>/dev/null; } && [ -w "$dir/cpu.idle" ]; then
+    idle_knob=$dir/cpu.idle
+    break
+  fi
+done
+
+# In its own session (setsid), so that stopping it stops the Docker client and everything it started.
+setsid bash -c '
+  idle_knob=$1 log=$2 status=$3
+  if [ -n "$idle_knob" ] && echo 1 >"$idle_knob" 2>/dev/null; then
+    echo "[chain] building the upper layers beside the tier, at idle CPU priority ($idle_knob); log: $log"
+  else
+    idle_knob=""
+    echo "[chain] building the upper layers beside the tier (sharing the CPU with it); log: $log"
+  fi
+  "$BIN/bundle" build --standin >"$log" 2>&1
+  rc=$?
+  [ -n "$idle_knob" ] && echo 0 >"$idle_knob"
+  # The layer lines (`[4/6] kernels built ... in 812 s`), not the steps: the tier goes on printing.
+  grep -E "^\[[0-9]+/[0-9]+\] " "$log" | sed "s/^/[chain] /"
+  [ "$rc" -eq 0 ] || { echo "[chain] the build failed (exit $rc); its log ends:"; tail -n 40 "$log"; }
+  echo "$rc" >"$status"
+' chain-build "$idle_knob" "$log" "$status" &
+builder=$!
+
+# A heartbeat while the build runs: the layer being built, from its log, every 5 minutes.
+(
+  beats=0
+  while [ ! -e "$status" ] && kill -0 "$builder" 2>/dev/null; do
+    sleep 1
+    beats=$((beats + 1))
+    if [ $((beats % 300)) -eq 0 ]; then
+      layer=$(grep -E '^\[[0-9]+/[0-9]+\] .* building ' "$log" | tail -n 1)
+      echo "[chain] still building: ${layer:-starting}"
+    fi
+  done
+) &
+heartbeat=$!
+
+BUNDLE_CHAIN_BUILD_STATUS=$status BUNDLE_CHAIN_BUILD_LOG=$log "$@"
+rc=$?
+
+# A tier narrowed by PYTEST_ARGS to tests that never waited for the build: stop it rather than make
+# the developer wait for a layer nothing asked for (`make image-standin` builds it).
+stopped=""
+if [ ! -e "$status" ]; then
+  echo "[chain] no selected test needed the upper layers: stopping their build (\`make image-standin\` builds them)"
+  stopped=1
+  kill -TERM -- "-$builder" 2>/dev/null
+fi
+wait "$builder" 2>/dev/null
+wait "$heartbeat" 2>/dev/null  # it ends within a second of the build
+[ -n "$idle_knob" ] && echo 0 >"$idle_knob" 2>/dev/null
+if [ -z "$stopped" ] && [ "$(cat "$status" 2>/dev/null)" != "0" ] && [ "$rc" -eq 0 ]; then
+  rc=1  # the build failed and no test said so: the run is still red
+fi
+exit "$rc"

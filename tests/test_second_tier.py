@@ -1,0 +1,133 @@
+"""`make test`'s second tier (tests/second-tier.sh) as the scheduler it is: the chain's upper layers built
+in the background beside the tier, the tier told where the build's status lands, the build's cgroup
+marked idle for its length and put back, a failed build turning a green tier red, and a tier that never
+waits for the build stopping it. Driven with stand-ins for the venv's `python` and `bundle` (a real
+`bundle build --standin` is the Docker tier's) and the real script; and the tier clock's verdict against a recorded table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.tier_clock import compare
+
+SCRIPT = REPO / "tests" / "second-tier.sh"
+
+
+def _bin(tmp_path: Path, build: str) -> Path:
+    """A venv bin folder whose `python -m bundle.images.rehearsal image` prints a tag and whose
+    `bundle build --standin` runs `build` (shell); and a `docker` whose `info` answers (the script's
+    check for an engine), first on PATH."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "docker").write_text('#!/bin/sh\n[ "$1" = info ]\n')
+    (folder / "python").write_text("#!/bin/sh\necho sglang-bundle/rehearsal:test\n")
+    (folder / "bundle").write_text("#!/bin/bash\n" + textwrap.dedent(build))
+    for f in folder.iterdir():
+        f.chmod(0o755)
+    return folder
+
+
+def _run(tmp_path: Path, build: str, tier: str, timeout: int = 60) -> subprocess.CompletedProcess:
+    knob = tmp_path / "cg" / "buildkit"
+    knob.mkdir(parents=True)
+    (knob / "cpu.idle").write_text("0\n")
+    folder = _bin(tmp_path, build)
+    env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}", "BIN": str(folder), "CHAIN_CGROUPS": str(knob), "KNOB": str(knob / "cpu.idle")}
+    return subprocess.run(["bash", str(SCRIPT), "bash", "-c", tier], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.timeout(120)
+def test_the_tier_waits_for_the_background_build_which_runs_idle_and_is_put_back(tmp_path):
+    build = """
+        echo "[4/6] kernels   building x" ; sleep 0.5
+        echo "idle while building: $(cat "$KNOB")" >"$(dirname "$KNOB")/seen"
+        echo "[4/6] kernels   built   x in 2 s"
+    """
+    # The tier: wait for the status the way the standin_chain fixture does, then report it.
+    tier = 'while [ ! -e "$BUNDLE_CHAIN_BUILD_STATUS" ]; do sleep 0.2; done; echo "tier saw status $(cat "$BUNDLE_CHAIN_BUILD_STATUS")"'
+    proc = _run(tmp_path, build, tier)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tier saw status 0" in proc.stdout
+    assert "[chain] [4/6] kernels   built   x in 2 s" in proc.stdout  # the layer lines are shown
+    assert "at idle CPU priority" in proc.stdout
+    assert (tmp_path / "cg" / "buildkit" / "seen").read_text().strip() == "idle while building: 1"
+    assert (tmp_path / "cg" / "buildkit" / "cpu.idle").read_text().strip() == "0"  # put back
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_build_makes_a_green_tier_red_and_shows_its_log(tmp_path):
+    build = 'echo "[4/6] kernels   building x"; echo "nvcc fatal: out of memory"; exit 3\n'
+    tier = 'while [ ! -e "$BUNDLE_CHAIN_BUILD_STATUS" ]; do sleep 0.2; done; exit 0'
+    proc = _run(tmp_path, build, tier)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the build failed (exit 3)" in proc.stdout and "nvcc fatal: out of memory" in proc.stdout
+
+
+@pytest.mark.timeout(120)
+def test_a_tier_that_never_waits_stops_the_build_and_keeps_its_own_exit_code(tmp_path):
+    build = 'echo "[4/6] kernels   building x"; sleep 600\n'
+    proc = _run(tmp_path, build, "exit 0", timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no selected test needed the upper layers: stopping their build" in proc.stdout
+    assert (tmp_path / "cg" / "buildkit" / "cpu.idle").read_text().strip() == "0"
+
+
+def _record(seconds: float, modules: dict[str, float]) -> dict:
+    return {"phase": "tier:docker", "seconds": seconds, "tests": 160, "modules": modules}
+
+
+BASELINE = {"margin": 0.25, "tiers": {"docker": {"seconds": 1200, "tests": 160, "measured": "2026-12-06",
+                                                  "modules": {"tests/e2e/a.py": 300, "tests/e2e/b.py": 100}}}}
+
+
+def test_the_tier_clock_warns_naming_the_modules_that_grew_when_over_the_margin():
+    lines = compare(_record(1600, {"tests/e2e/a.py": 310, "tests/e2e/b.py": 420, "tests/e2e/new.py": 90}), BASELINE)
+    assert lines[0].startswith("tier clock: the docker tier took 26.7 min (160 tests) against 20.0 min recorded")
+    assert lines[1].startswith("WARNING: the docker tier is 33% over its recorded time (margin 25%")
+    # Biggest growth first; a module the record never had counts whole.
+    assert "tests/e2e/b.py +320 s, tests/e2e/new.py +90 s, tests/e2e/a.py +10 s" in lines[1]
+
+
+def test_the_tier_clock_only_reports_within_the_margin_and_without_a_record():
+    assert len(compare(_record(1450, {"tests/e2e/a.py": 300}), BASELINE)) == 1
+    fresh = compare(_record(1450, {}), {"tiers": {}})
+    assert len(fresh) == 1 and "no recorded figure" in fresh[0]
+
+
+class _Item:
+    def __init__(self, path: str, timeout: float, fixtures: tuple[str, ...] = ()):
+        self.path, self.fixturenames, self._timeout = Path(path), fixtures, timeout
+
+    def get_closest_marker(self, name):
+        return pytest.mark.timeout(self._timeout).mark if name == "timeout" else None
+
+
+class _Config:
+    @staticmethod
+    def getini(name):
+        return 300
+
+
+def test_while_the_chain_builds_the_modules_standing_on_it_go_last_and_the_rest_longest_first(monkeypatch):
+    from tests.conftest import _longest_modules_first
+
+    def order(build_running: bool) -> list[str]:
+        items = [_Item("audit.py", 1500, ("standin_chain",)), _Item("quick.py", 60), _Item("engine.py", 900),
+                 _Item("dockerfiles.py", 600, ("standin_chain",)), _Item("engine.py", 120)]
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+        if build_running:
+            monkeypatch.setenv("BUNDLE_CHAIN_BUILD_STATUS", "/tmp/status")
+        else:
+            monkeypatch.delenv("BUNDLE_CHAIN_BUILD_STATUS", raising=False)
+        _longest_modules_first(_Config(), items)
+        return [item.path.name for item in items]
+
+    assert order(True) == ["engine.py", "engine.py", "quick.py", "audit.py", "dockerfiles.py"]
+    assert order(False) == ["audit.py", "engine.py", "engine.py", "dockerfiles.py", "quick.py"]
