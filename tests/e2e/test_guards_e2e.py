@@ -83,8 +83,10 @@ def test_guards_on_a_running_rehearsal(tmp_path, runs_dir, capsys):
         assert "regression gate (50%)" in err and "TPOT (mean_tpot_ms)" in err
 
         # A short soak: round after round until the time is up, every request stamped by the launcher.
+        # 20 s: at C=2 and 10 ms a token a round of 8 prompts takes under 2 s, so the 16 completed and a
+        # first window (a third of the traffic under a minute) are met several times over (was 50 s).
         _knobs(record, tpot_ms=10.0)
-        assert main(["bench", "tp4", "-c", str(cfg), "--soak", "50s", "--concurrency", "2", "--input-len", "32",
+        assert main(["bench", "tp4", "-c", str(cfg), "--soak", "20s", "--concurrency", "2", "--input-len", "32",
                      "--output-len", "32", "--prompts-per-concurrency", "8"]) == 0
         soak = _latest(name, "*-soak/soak.json")
         s = soak["soak"]
