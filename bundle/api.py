@@ -81,11 +81,13 @@ class Target:
     writes_folder: bool = True  # needs `-o DIR`; compose writes its env file under runs/ instead
     rehearsal: bool = False  # takes --rehearsal (its for_target then gets rehearsal=MODE)
     launcher: Launcher | None = None  # the service `bundle launch --target NAME` runs: launch(request, dep=)
+    launch_help: str = ""  # a launcher's words for `bundle launch --help`: where it runs
     project: Callable[[str], str] = lambda base: base  # the compose project a launch of it runs as
     status: Callable[[str], dict | None] | None = None  # what `bundle status` adds for a launch of it
     # `--kubectl-dry-run`'s check of a written folder: (True, what it said), (False, its refusal) or
     # (None, why it could not run); None for a target whose output no outside tool checks.
     dry_run: Callable[[Path], tuple[bool | None, str]] | None = None
+    dry_run_help: str = ""  # what `--kubectl-dry-run` does for it, for `bundle render --help`
 
 
 @dataclass(frozen=True)

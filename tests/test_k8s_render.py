@@ -11,7 +11,8 @@ import yaml
 from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import ConfigError
-from bundle.targets import k8s
+from bundle.targets.k8s import config as k8s_config
+from bundle.targets.k8s import manifests as k8s
 from bundle.targets.k8s.manifests import GENERATED
 from bundle.targets.k8s import rules as k8s_rules
 from bundle.targets.k8s import validation as manifests
@@ -172,7 +173,7 @@ def test_the_front_service_is_the_only_one_and_leads_to_the_router_or_the_server
     rendered = k8s_for(dep, topology)
     (service,) = by_kind(rendered, "Service")
     assert service["metadata"]["name"] == dep.project_name(topology)
-    assert service["spec"]["type"] == dep.kubernetes.front_service_type
+    assert service["spec"]["type"] == k8s_config.of(dep).front_service_type
     (port,) = service["spec"]["ports"]
     assert port["port"] == dep.network.front_port
     if topology == "tp4":
@@ -187,7 +188,7 @@ def test_the_front_service_is_the_only_one_and_leads_to_the_router_or_the_server
             template = router["spec"]["leaderWorkerTemplate"]["workerTemplate"]
         labels = template["metadata"]["labels"]
         assert service["spec"]["selector"].items() <= labels.items() and labels["io.sglang-bundle.role"] == "router"
-        assert router["spec"]["replicas"] == dep.kubernetes.router_replicas
+        assert router["spec"]["replicas"] == k8s_config.of(dep).router_replicas
 
 
 def test_replicas_and_nodes_per_role_shape_the_leaderworkersets(tmp_path):
@@ -263,7 +264,7 @@ def test_api_key_is_a_secret_reference_on_the_front_door_only(tmp_path):
     key = tmp_path / "key"
     key.write_text("sk-topsecret-123\n")
     dep = load_config(write_config(tmp_path, "api_key_file: key\n"))
-    assert dep.kubernetes.api_key_secret == "sglang-bundle-api-key"
+    assert k8s_config.of(dep).api_key_secret == "sglang-bundle-api-key"
     for topology in registry.NAMES:
         rendered = k8s_for(dep, topology)
         text = yaml.safe_dump(list(rendered.objects))

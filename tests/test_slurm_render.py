@@ -11,7 +11,7 @@ import pytest
 from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import ConfigError
-from bundle.targets import slurm
+from bundle.targets.slurm import script as slurm
 from bundle.targets.slurm.script import NATIVE_LINE
 from bundle.targets.slurm import rules as slurm_rules
 from bundle import topology as registry

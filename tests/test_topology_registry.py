@@ -186,7 +186,7 @@ def test_a_registered_topology_renders_for_every_target(duo, tmp_path, target):
 
 
 def test_kubernetes_makes_one_set_of_the_copies(duo, tmp_path):
-    from bundle.targets import k8s
+    from bundle.targets.k8s import manifests as k8s
 
     dep = load_config(write_config(tmp_path, "dp: {replicas: 2, tp_size: 2, gpus: [0, 1, 2, 3]}\n"))
     lock = load_lock()

@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also start Prometheus (alerts) and Grafana (dashboards), and on a GPU host NVIDIA's "
                              "DCGM exporter: the compose profile `monitoring` (docs/monitoring.md)")
     parser.add_argument("--target", choices=targets.LAUNCHABLE, default=targets.DEFAULT,
-                        help="compose (default): this host; slurm: one sbatch job (with --rehearsal: on a real "
-                             "Slurm cluster of containers made here, docs/slurm.md)")
+                        help="; ".join(f"{name}{' (default)' if name == targets.DEFAULT else ''}: "
+                                       f"{targets.get(name).launch_help}" for name in targets.LAUNCHABLE))
     parser.add_argument("--no-recreate", action="store_true",
                         help="on a project that is up: only start what is stopped or missing, never recreate a "
                              "container whose configuration changed (as `docker compose up --no-recreate`)")

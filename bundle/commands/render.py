@@ -33,10 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="the folder to write to, for a target other than compose (a new render there "
                              "replaces the files an earlier one wrote)")
-    parser.add_argument("--kubectl-dry-run", action="store_true",
-                        help="--target k8s: also run `kubectl apply --dry-run=client` on them (needs a "
-                             "kubectl whose context reaches a cluster: client dry-run asks the API server "
-                             "what kinds exist)")
+    checked = [t for t in targets.TARGETS.values() if t.dry_run]
+    if checked:  # the flag of the targets whose written folder an outside tool checks
+        parser.add_argument("--kubectl-dry-run", action="store_true",
+                            help="; ".join(f"--target {t.name}: {t.dry_run_help}" for t in checked))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,6 +44,12 @@ def run(args: argparse.Namespace) -> int:
     if args.rehearsal and not target.rehearsal:
         raise UsageError(f"--rehearsal is a compose overlay; the {target.name} render has none",
                          hint=f"leave out --rehearsal with --target {target.name}")
+    dry_run = getattr(args, "kubectl_dry_run", False)
+    if dry_run and not target.dry_run:
+        checked = [t.name for t in targets.TARGETS.values() if t.dry_run]
+        raise UsageError(f"--kubectl-dry-run checks a written folder of manifests; the {target.name} render "
+                         f"has none to check",
+                         hint=f"leave out --kubectl-dry-run, or render with --target {' or --target '.join(checked)}")
     if target.writes_folder:
         return _run_into_folder(args, target)
     return _run_compose(args)
@@ -76,7 +82,7 @@ def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
     made = render_target(target.renderer, target.rules, args.topology, config=args.config, rehearsal=mode)
     for warning in made.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    folder = write_folder(made, args.output, dry_run=target.dry_run if args.kubectl_dry_run else None)
+    folder = write_folder(made, args.output, dry_run=target.dry_run if dry_run else None)
     for path in folder.written:
         print(path)
     print(f"# {len(folder.written)} {made.output.summary()}; {folder.checked}\n"

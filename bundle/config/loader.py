@@ -13,25 +13,28 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from bundle.config import assembly, schema_check
 from bundle.config.model import Deployment, build
-from bundle.config import schema_check
 from bundle.config.source import DEFAULTS_NAME, Source, parse_yaml, read_yaml
 from bundle.errors import ConfigError, UsageError
+from bundle.targets.sections import SECTIONS
 
 HERE = Path(__file__).resolve().parent
-SCHEMA_PATH = HERE / "bundle.schema.json"
+SCHEMA_PATH = HERE / "bundle.schema.json"  # the core's keys; each wing's section comes from its package
 DEFAULTS_PATH = HERE / "defaults.yaml"
 DEFAULT_CONFIG_NAMES = ("bundle.yaml", "bundle.yml")
 
 
 @lru_cache(maxsize=1)
 def schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+    """bundle.yaml's whole schema: the core's and every installed wing's section (config/assembly.py)."""
+    return assembly.schema(json.loads(SCHEMA_PATH.read_text()), SECTIONS)
 
 
 @lru_cache(maxsize=1)
 def _defaults_source() -> Source:
-    return parse_yaml(DEFAULTS_PATH.read_text(), DEFAULTS_NAME)
+    """The embedded defaults: the core's and every installed wing's."""
+    return assembly.defaults(parse_yaml(DEFAULTS_PATH.read_text(), DEFAULTS_NAME), SECTIONS)
 
 
 def defaults_data() -> dict:
