@@ -2,7 +2,7 @@
 values they are typed with (config, the compose render, the rules' report): the services, the wings and
 the registry above all name them.
 
-A render target (bundle/targets/: compose, k8s, slurm) is one `Target`: its renderer, its rules, its
+A render target (bundle/targets/: compose and each wing's folder) is one `Target`: its renderer, its rules, its
 launcher and its view of what a launch left running. A rehearsal mode (bundle/rehearsal/: engine, sim) is
 one `Mode`. Each registry (bundle/targets/registry.py, bundle/rehearsal/registry.py) holds one entry per
 wing; the verbs and services ask the entry, never a name. Removing a wing is deleting its folder and its

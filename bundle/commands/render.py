@@ -82,7 +82,7 @@ def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
     made = render_target(target.renderer, target.rules, args.topology, config=args.config, rehearsal=mode)
     for warning in made.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    folder = write_folder(made, args.output, dry_run=target.dry_run if dry_run else None)
+    folder = write_folder(made, args.output, dry_run=target.dry_run if getattr(args, "kubectl_dry_run", False) else None)
     for path in folder.written:
         print(path)
     print(f"# {len(folder.written)} {made.output.summary()}; {folder.checked}\n"

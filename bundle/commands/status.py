@@ -63,7 +63,7 @@ def _print(reports) -> None:
             table.add_row(c.service, c.state, c.health or "-", str(c.restarts), published or "-",
                           processes, problem)
         console.print(table)
-        if one.target_view:  # what the target adds: the Slurm job's queue and the roles it lost
+        if one.target_view:  # what the target adds (Target.status): a job's queue and the roles it lost
             job = one.target_view
             console.print(job.get("queue") or job.get("error", ""), markup=False)
             for role, why in (job.get("lost") or {}).items():

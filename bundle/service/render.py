@@ -1,5 +1,5 @@
 """One pipeline from bundle.yaml to a render target's checked output, used by `bundle render --target`
-and by the launches that submit what they render (the Slurm launch): the compose render and its rules
+and by the launches that submit what they render (a target wing's launcher): the compose render and its rules
 (service.prepare), the target's own rules on the settings only it reads, its render, and its problems()
 on what was rendered (schemas, parsers). render_target() writes nothing: the caller writes the output where
 it goes (a folder, the rehearsal cluster's shared file system).
@@ -65,7 +65,7 @@ class ComposeResolved:
 
 def resolve_compose(rendered: Rendered) -> ComposeResolved:
     """Write the env file and ask compose for its resolved configuration (the engine is not needed)."""
-    # Imported here: the Docker client is slow to import, and render --target k8s never needs it.
+    # Imported here: the Docker client is slow to import, and a folder target's render never needs it.
     from bundle.stack import docker, engine
 
     rendered.write()
@@ -82,7 +82,7 @@ class FolderWritten:
 def write_folder(made: TargetRender, folder: str, *,
                  dry_run: Callable[[Path], tuple[bool | None, str]] | None = None) -> FolderWritten:
     """A target's render written into `folder` (as the user wrote it: messages name it so); with the
-    target's `dry_run` (Kubernetes: `kubectl apply --dry-run=client`), also that on it (a refusal is a
+    target's `dry_run` (an outside tool's check of the folder), also that on it (a refusal is a
     Failed)."""
     written = made.output.write(Path(folder))
     checked = made.checked
