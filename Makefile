@@ -89,7 +89,7 @@ test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a fail
 	@# Without an engine the Docker tests skip (or fail under
 	@# CI=true): nothing to build.
 	@if docker info >/dev/null 2>&1; then \
-	  $(BUNDLE) build --standin && $(BIN)/python -m bundle.images.rehearsal image >/dev/null; fi
+	  $(BUNDLE) build --standin && $(BIN)/python -m bundle.rehearsal.shared.image image >/dev/null; fi
 	$(PYTEST_TIER) --cov-append -n $(TEST_WORKERS) --dist loadfile \
 	  -m "(docker or network or slow) and not gpu and not cluster and not heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
@@ -167,8 +167,8 @@ audit: $(STAMP) ## check an image from inside: IMAGE=ref (default the lock's ima
 
 .PHONY: image image-plan image-standin audit lock upgrade-check buildx lint docs docs-links
 
-# ---- rehearsal (bundle/simulator, docker/rehearsal.Dockerfile, compose/rehearsal-*.yaml) ----
+# ---- rehearsal (bundle/rehearsal/simulator, docker/rehearsal.Dockerfile, compose/rehearsal-*.yaml) ----
 rehearsal-image: $(STAMP) ## build the rehearsal image (SGLang on CPU + simulator, real router, bench_serving) on the stand-in pd layer if its inputs changed
-	$(BIN)/python -m bundle.images.rehearsal image
+	$(BIN)/python -m bundle.rehearsal.shared.image image
 
 .PHONY: rehearsal-image

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             rehearsal_help="no GPU: engine = the real SGLang server on CPU with a small model "
                                            "made here, sim = worker simulators; the real router (docs/rehearsal.md)",
                             sim_help="rehearsal only: a worker simulator knob, e.g. SIM_TPOT_MS=20 or "
-                                     "SIM_WRONG_ANSWERS=1 (bundle/simulator/knobs.py lists them); repeatable")
+                                     "SIM_WRONG_ANSWERS=1 (bundle/rehearsal/simulator/knobs.py lists them); repeatable")
     parser.add_argument("--timeout", metavar="DURATION",
                         help="readiness limit, e.g. 45m (default: lifecycle.launch_timeout)")
     parser.add_argument("--monitoring", action="store_true",
