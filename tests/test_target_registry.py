@@ -34,7 +34,7 @@ def test_every_target_offers_the_protocol(name):
 def test_an_unknown_target_is_a_usage_error():
     with pytest.raises(BundleError) as caught:
         targets.get("nomad")
-    assert caught.value.exit_code == 2 and "known: compose, k8s, slurm" in caught.value.message
+    assert caught.value.exit_code == 2 and f"known: {', '.join(targets.TARGETS)}" in caught.value.message
 
 
 @pytest.mark.parametrize("topology", registry.NAMES)

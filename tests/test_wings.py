@@ -44,6 +44,9 @@ def _tracked_copy(into: Path) -> Path:
         if source.is_file():  # a tracked file deleted in the working tree stays deleted
             (into / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, into / name)
+    for installed in (".venv", ".venv-inference-perf"):  # the dev install (git-ignored): its tools, as here
+        if (ROOT / installed).exists():
+            (into / installed).symlink_to((ROOT / installed).resolve())
     return into
 
 
@@ -71,8 +74,8 @@ def _own_tests(tree: Path, wing: str) -> list[Path]:
 
 
 def _run(cmd: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(cwd), "HOME": str(cwd), "BUNDLE_HOME": str(cwd),
-           "BUNDLE_RUNS_DIR": str(cwd / "runs"), "NO_COLOR": "1"}
+    # This environment (the tools, Docker's client plugins under HOME), the copy's code and its own runs/.
+    env = {**os.environ, "PYTHONPATH": str(cwd), "BUNDLE_RUNS_DIR": str(cwd / "runs"), "NO_COLOR": "1"}
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 

@@ -25,9 +25,14 @@ DEFAULTS_PATH = HERE / "defaults.yaml"
 DEFAULT_CONFIG_NAMES = ("bundle.yaml", "bundle.yml")
 
 
-@lru_cache(maxsize=1)
 def schema() -> dict:
-    """bundle.yaml's whole schema: the core's and every installed wing's section (config/assembly.py)."""
+    """bundle.yaml's whole schema: the core's and every installed wing's section (config/assembly.py). A
+    copy: a caller may change its own."""
+    return copy.deepcopy(_schema())
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
     return assembly.schema(json.loads(SCHEMA_PATH.read_text()), SECTIONS)
 
 
@@ -93,4 +98,4 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 def schema_problems(data: dict, source: Source) -> list[str]:
     """Every schema violation in `data`, one line each: 'file:line: key.path: what is wrong; allowed'."""
-    return schema_check.problems(data, schema(), source)
+    return schema_check.problems(data, _schema(), source)
