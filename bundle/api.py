@@ -71,6 +71,15 @@ class StackView(Protocol):
     def down(self, *, volumes: bool = False, timeout: int | None = None) -> bool: ...
 
 
+class TargetLookup(Protocol):
+    """What the services that find a launched project ask of the target registry (bundle/targets/registry.py,
+    which stands above them: the verb hands the module down)."""
+
+    def launched_projects(self, base: str) -> dict[str, str]: ...
+
+    def stack_of(self, record: LaunchRecord) -> StackView: ...
+
+
 @dataclass(frozen=True)
 class Target:
     name: str

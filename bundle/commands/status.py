@@ -19,11 +19,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle.commands._target import candidates
+    from bundle.commands._common import find_request
+    from bundle.service.finding import candidates
     from bundle.service.status import StatusRequest, status
     from bundle.targets import registry as targets
 
-    found = candidates(args.topology, args.config)
+    found = candidates(find_request(args))
     shown = [t for t in found if t.up] or ([t for t in found] if args.topology else [])
     reports = []
     for t in shown:

@@ -14,12 +14,57 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.api import Renderer, TargetRules
+from bundle.api import Renderer, Target, TargetRules
 from bundle.config.model import Deployment
-from bundle.errors import ConfigError, Failed
+from bundle.errors import ConfigError, Failed, UsageError
 from bundle.render.compose import Rendered
 from bundle.service.prepare import Prepared, prepare
 from bundle.api import Mode
+
+
+@dataclass(frozen=True)
+class RenderRequest:
+    """`bundle render`: one topology for one target (an entry of bundle/targets/registry.py)."""
+
+    topology: str  # a registry name
+    target: Target
+    config: str | None = None  # bundle.yaml's path; None: $BUNDLE_CONFIG, ./bundle.yaml or the defaults
+    rehearsal: Mode | None = None  # a rehearsal mode, for a target that takes one
+    output: str | None = None  # -o DIR: where a target that writes a folder writes it
+    dry_run: bool = False  # also the target's outside check of the written folder (Target.dry_run)
+
+    def refusals(self) -> None:
+        """A usage error for what this target cannot do, before anything is rendered."""
+        target = self.target
+        if self.rehearsal and not target.rehearsal:
+            raise UsageError(f"--rehearsal is a compose overlay; the {target.name} render has none",
+                             hint=f"leave out --rehearsal with --target {target.name}")
+        if self.dry_run and not target.dry_run:
+            raise UsageError(f"--kubectl-dry-run checks a written folder of manifests; the {target.name} render "
+                             f"has none to check", hint="leave out --kubectl-dry-run, or render with a --target "
+                                                        "that offers it (`bundle render --help`)")
+        if target.writes_folder and not self.output:
+            raise UsageError(f"--target {target.name} needs -o DIR, the folder to write to",
+                             hint=f"bundle render --target {target.name} {self.topology} "
+                                  f"-o {target.name}/{self.topology}")
+
+
+def render_compose(request: RenderRequest) -> Prepared:
+    """The compose render and its rules (nothing written: resolve_compose() writes the env file)."""
+    request.refusals()
+    return prepare(request.topology, config=request.config, rehearsal=request.rehearsal)
+
+
+def render_for(request: RenderRequest) -> TargetRender:
+    """A folder target's output (nothing written: write_folder() writes it)."""
+    request.refusals()
+    return render_target(request.target.renderer, request.target.rules, request.topology, config=request.config,
+                         rehearsal=request.rehearsal if request.target.rehearsal else None)
+
+
+def write_requested(request: RenderRequest, made: TargetRender) -> FolderWritten:
+    """write_folder() into the request's -o DIR, with the target's dry run when it asked for one."""
+    return write_folder(made, request.output, dry_run=request.target.dry_run if request.dry_run else None)
 
 
 @dataclass(frozen=True)
