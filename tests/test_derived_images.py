@@ -9,7 +9,8 @@ import pytest
 
 from bundle.errors import InputError
 from bundle import image_tags
-from bundle.images import derived, rehearsal
+from bundle.images import derived
+from bundle.rehearsal.shared import image as rehearsal
 from bundle.targets.slurm import image as slurm_image
 from bundle.stack import engine
 

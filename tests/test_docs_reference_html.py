@@ -41,7 +41,7 @@ def _sources():
 def test_every_configuration_row_shows_the_schemas_values_default_and_description(site, check):
     schema, defaults = _sources()
     page = (site / "reference/configuration.html").read_text()
-    assert len(check.schema_keys(schema, defaults)) > 150
+    assert len(check.schema_keys(schema, defaults)) > 100  # the core alone has 130 keys: the check reads them all
     assert check.config_problems(page, schema, defaults) == []
     # The row the issue found broken: all four values, its real default, its description.
     from bs4 import BeautifulSoup
