@@ -21,7 +21,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "memo", "checks", "findings", "reporter", "log_lines", "rehearsal.simulator"),  # reporter: where services print; the simulator runs alone, inside the rehearsal image
     ("paths", "durations", "run"),  # run: the one funnel for outside commands
     ("topology", "monitoring"),
-    ("targets.sections",),  # the target wings' sections of bundle.yaml, declared (each wing's own file) and listed
     ("config",),
     ("lock", "stack"),
     ("image_tags",),
@@ -125,17 +124,8 @@ def imports(package_root: Path) -> tuple[list[Edge], list[Edge]]:
 WINGED = ("targets", "rehearsal")
 
 
-# A target wing's own file (bundle/targets/<wing>/__init__.py) declares its section of bundle.yaml and imports
-# nothing; with their list (bundle/targets/sections.py) they are one unit below the config, which reads them
-# to assemble bundle.yaml's schema and defaults.
-SECTIONS_UNIT = "targets.sections"
-
-
 def unit_of(module: str, wings: frozenset[str] = frozenset()) -> str:
     parts = module.split(".")
-    if parts[1:] == ["targets", "sections"] or (len(parts) == 3 and parts[1] == "targets"
-                                                and f"{parts[1]}.{parts[2]}" in wings):
-        return SECTIONS_UNIT
     if len(parts) > 2 and parts[1] in WINGED and f"{parts[1]}.{parts[2]}" in wings:
         return f"{parts[1]}.{parts[2]}"
     return parts[1] if len(parts) > 1 else "__init__"
