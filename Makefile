@@ -89,7 +89,7 @@ test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a fail
 	@# Without an engine the Docker tests skip (or fail under
 	@# CI=true): nothing to build.
 	@if docker info >/dev/null 2>&1; then \
-	  $(BUNDLE) build --standin && $(BIN)/python -m bundle.rehearsal.shared.image image >/dev/null; fi
+	  $(BUNDLE) build --standin && $(BIN)/python -m bundle.images.rehearsal image >/dev/null; fi
 	$(PYTEST_TIER) --cov-append -n $(TEST_WORKERS) --dist loadfile \
 	  -m "(docker or network or slow) and not gpu and not cluster and not heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
