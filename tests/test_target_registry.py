@@ -8,6 +8,8 @@ import inspect
 
 import pytest
 
+from bundle.cli import main
+
 from bundle import topology as registry
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
@@ -58,3 +60,18 @@ def test_no_target_name_is_compared_outside_the_registry():
 ])
 def test_the_target_name_check_finds_a_planted_comparison(code):
     assert name_comparisons(code, "commands/planted.py", {"k8s", "slurm"})  # the names it looks for
+
+
+def test_a_dry_run_asked_of_a_target_without_one_is_refused_not_ignored(capsys, runs_dir):
+    """Once, `--kubectl-dry-run` on the compose render did nothing, silently."""
+    offered = [t.name for t in targets.TARGETS.values() if t.dry_run]
+    try:
+        code = main(["render", "pd", "--kubectl-dry-run"])
+    except SystemExit as exc:  # argparse's own refusal of a flag it does not know
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    if offered:  # the flag exists: compose's render has no dry run
+        assert "--kubectl-dry-run runs an outside tool on written manifests; the compose render offers no such" in err
+    else:  # no target offers one: the flag is not offered either
+        assert "unrecognized arguments: --kubectl-dry-run" in err

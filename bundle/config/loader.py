@@ -32,6 +32,8 @@ def install_sections(wings) -> None:
     """Use these wings' sections (bundle/targets/sections.py's SECTIONS) from now on. Called once by each
     entry point: bundle/cli.py, the test suite's conftest, docsgen."""
     global _wings
+    if _wings == tuple(wings):  # the same again (main() called twice in one process): keep what is built
+        return
     _wings = tuple(wings)
     _schema.cache_clear()
     _defaults_source.cache_clear()

@@ -40,9 +40,9 @@ class RenderRequest:
             raise UsageError(f"--rehearsal is a compose overlay; the {target.name} render has none",
                              hint=f"leave out --rehearsal with --target {target.name}")
         if self.dry_run and not target.dry_run:
-            raise UsageError(f"--kubectl-dry-run checks a written folder of manifests; the {target.name} render "
-                             f"has none to check", hint="leave out --kubectl-dry-run, or render with a --target "
-                                                        "that offers it (`bundle render --help`)")
+            raise UsageError(f"--kubectl-dry-run runs an outside tool on written manifests; the {target.name} "
+                             f"render offers no such check", hint="leave out --kubectl-dry-run, or render with a "
+                                                                  "--target that offers it (`bundle render --help`)")
         if target.writes_folder and not self.output:
             raise UsageError(f"--target {target.name} needs -o DIR, the folder to write to",
                              hint=f"bundle render --target {target.name} {self.topology} "
