@@ -79,7 +79,8 @@ def _run(cmd: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedP
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.slow  # copies the tree, runs the fast tier and builds the site in it: minutes a wing
+@pytest.mark.slow  # copies the tree, runs the fast tier and builds the site in it: about 6 minutes a wing
+@pytest.mark.timeout(1800)  # past the suite's 300 s bound: the fast tier runs whole inside it
 @pytest.mark.parametrize("wing", ["k8s", "slurm"])
 def test_a_wing_comes_off_whole(wing, tmp_path):
     tree = _copy_without(wing, tmp_path / "tree")
