@@ -164,8 +164,8 @@ audit: $(STAMP) ## check an image from inside: IMAGE=ref (default the lock's ima
 
 .PHONY: image image-plan image-standin audit lock upgrade-check buildx lint docs docs-links
 
-# ---- rehearsal (bundle/simulator, docker/rehearsal.Dockerfile, compose/rehearsal-*.yaml) ----
+# ---- rehearsal (bundle/rehearsal/simulator, docker/rehearsal.Dockerfile, compose/rehearsal-*.yaml) ----
 rehearsal-image: $(STAMP) ## build the rehearsal image (SGLang on CPU + simulator, real router, bench_serving) on the stand-in pd layer if its inputs changed
-	$(BIN)/python -m bundle.images.rehearsal image
+	$(BIN)/python -m bundle.rehearsal.shared.image image
 
 .PHONY: rehearsal-image

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     image = args.image
     if image is None:
-        from bundle.images import rehearsal
+        from bundle.rehearsal.shared import image as rehearsal
 
         image = rehearsal.ensure_image()
     print(f"image {image}; imports: {MODULES}", flush=True)

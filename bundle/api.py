@@ -2,7 +2,7 @@
 values they are typed with (config, the compose render, the rules' report): the services, the wings and
 the registry above all name them.
 
-A render target (bundle/targets/: compose, k8s, slurm) is one `Target`: its renderer, its rules, its
+A render target (bundle/targets/: compose and each wing's folder) is one `Target`: its renderer, its rules, its
 launcher and its view of what a launch left running. A rehearsal mode (bundle/rehearsal/: engine, sim) is
 one `Mode`. Each registry (bundle/targets/registry.py, bundle/rehearsal/registry.py) holds one entry per
 wing; the verbs and services ask the entry, never a name. Removing a wing is deleting its folder and its
@@ -71,6 +71,15 @@ class StackView(Protocol):
     def down(self, *, volumes: bool = False, timeout: int | None = None) -> bool: ...
 
 
+class TargetLookup(Protocol):
+    """What the services that find a launched project ask of the target registry (bundle/targets/registry.py,
+    which stands above them: the verb hands the module down)."""
+
+    def launched_projects(self, base: str) -> dict[str, str]: ...
+
+    def stack_of(self, record: LaunchRecord) -> StackView: ...
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -81,11 +90,13 @@ class Target:
     writes_folder: bool = True  # needs `-o DIR`; compose writes its env file under runs/ instead
     rehearsal: bool = False  # takes --rehearsal (its for_target then gets rehearsal=MODE)
     launcher: Launcher | None = None  # the service `bundle launch --target NAME` runs: launch(request, dep=)
+    launch_help: str = ""  # a launcher's words for `bundle launch --help`: where it runs
     project: Callable[[str], str] = lambda base: base  # the compose project a launch of it runs as
     status: Callable[[str], dict | None] | None = None  # what `bundle status` adds for a launch of it
     # `--kubectl-dry-run`'s check of a written folder: (True, what it said), (False, its refusal) or
     # (None, why it could not run); None for a target whose output no outside tool checks.
     dry_run: Callable[[Path], tuple[bool | None, str]] | None = None
+    dry_run_help: str = ""  # what `--kubectl-dry-run` does for it, for `bundle render --help`
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 from bundle import __version__, commands
+from bundle.config import loader
+from bundle.targets import sections
 from bundle.errors import EXIT_INTERRUPTED, BundleError, Interrupted
 
 
@@ -82,6 +84,8 @@ def _handle_termination() -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # The entry point knows the registries: it hands the wings' config sections to the loader below them.
+    loader.install_sections(sections.SECTIONS)
     args = build_parser(only=_chosen_verb(argv)).parse_args(argv)
     if args.debug:
         import os

@@ -68,7 +68,7 @@ class Failed(BundleError):
 
 
 class NotReady(Failed):
-    """A stack (compose project, Slurm job) did not become ready."""
+    """A stack (a compose project, a target's job) did not become ready."""
 
 
 class UsageError(BundleError):

@@ -1,4 +1,4 @@
-"""Reading text that other programs wrote: container logs, a child's output, a Slurm job's files.
+"""Reading text that other programs wrote: container logs, a child's output, a batch job's files.
 
 Three rules, for every reader of outside text in the driver:
 - a line ends at "\\n" only (`str.splitlines()` also splits at "\\r", "\\x0b", "\\x0c", "\\x1c"-"\\x1e",

@@ -1,6 +1,6 @@
 """The one funnel for outside commands that are not Docker's (Docker goes through python-on-whales and
 bundle.stack.engine.docker_errors): cosign, git, kubectl, `bash -n`, nvidia-smi, uv, pip, the NCCL and
-NIXL probes, the Slurm client, debootstrap, `docker exec -i` with a script on stdin.
+NIXL probes, a target wing's cluster client, debootstrap, `docker exec -i` with a script on stdin.
 
 Every such command runs here, under a time limit, and every way it can go wrong is one error type,
 bundle.errors.CommandFailed, carrying the command, its exit status and its output:

@@ -1,5 +1,5 @@
 # The rehearsal image: ONE image for both rehearsals, built FROM the stand-in chain's pd layer
-# (`bundle build --standin`; bundle/images/rehearsal.py names the parent from the lock through
+# (`bundle build --standin`; bundle/rehearsal/shared/image.py names the parent from the lock through
 # bundle/images/build.py's plan). That layer already holds the lock's own hashed closure on CPython
 # 3.12: torch 2.14.1, SGLang 0.5.23 with every dependency (the CPU engine's imports included:
 # xgrammar, llguidance, openai, tiktoken, uvloop, ...), nixl 1.5.1 (nixl-cu13) and smg 1.13.0.
@@ -13,7 +13,7 @@
 #   - top_level.txt declared for the distributions without one (docker/engine/declare_top_level.py:
 #     the same names Python infers; each process's `import transformers` stops stat-ing every file
 #     of their RECORDs, 3 s per process on a fuse-overlayfs engine);
-#   - the worker simulator (bundle/simulator) for `--rehearsal sim`, and the model trainer.
+#   - the worker simulator (bundle/rehearsal/simulator) for `--rehearsal sim`, and the model trainer.
 # Neither the stand-in nor the patches ever reach a GPU image: they live in this file only.
 # No `# syntax=` line on purpose: it would pull the Dockerfile frontend from Docker Hub.
 ARG PARENT_IMAGE=sglang-bundle/sglang-sm120-standin:pd
@@ -48,20 +48,21 @@ RUN --mount=type=bind,target=/tmp/bundle-context \
     install -D -m 0644 /tmp/bundle-context/docker/engine/nixl-dram.patch /opt/bundle/engine/nixl-dram.patch \
  && install -D -m 0644 /tmp/bundle-context/docker/engine/train_model.py /opt/bundle/engine/train_model.py \
  && install -D -m 0644 /tmp/bundle-context/bundle/__init__.py /opt/simulator/bundle/__init__.py \
+ && install -D -m 0644 /tmp/bundle-context/bundle/rehearsal/__init__.py /opt/simulator/bundle/rehearsal/__init__.py \
  && mkdir -p /opt/bundle/engine/standins \
  && cp -R /tmp/bundle-context/docker/engine/sgl_kernel /opt/bundle/engine/standins/ \
- && cp -R /tmp/bundle-context/bundle/simulator /opt/simulator/bundle/ \
+ && cp -R /tmp/bundle-context/bundle/rehearsal/simulator /opt/simulator/bundle/rehearsal/ \
  && install -m 0755 /tmp/bundle-context/docker/entrypoint.sh /usr/local/bin/bundle-entrypoint \
  && install -m 0644 /tmp/bundle-context/docker/lock.toml /opt/bundle/lock.toml \
  && site=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") \
  && patch -d "$site" -p1 --forward --fuzz=0 --no-backup-if-mismatch < /opt/bundle/engine/nixl-dram.patch \
  && patch -d "$site" -p1 --forward --fuzz=0 --no-backup-if-mismatch < /tmp/bundle-context/docker/engine/nixl-progress-wait.patch \
- && ln -s /opt/simulator/bundle/simulator/simulated_model /opt/simulated-model \
- && printf '#!/bin/sh\n# The worker simulator; takes `python3 -m sglang.launch_server ARGS` as its arguments.\nexec python -m bundle.simulator "$@"\n' \
+ && ln -s /opt/simulator/bundle/rehearsal/simulator/simulated_model /opt/simulated-model \
+ && printf '#!/bin/sh\n# The worker simulator; takes `python3 -m sglang.launch_server ARGS` as its arguments.\nexec python -m bundle.rehearsal.simulator "$@"\n' \
       > /usr/local/bin/sglang-worker-simulator \
  && chmod 0755 /usr/local/bin/sglang-worker-simulator \
  && python /tmp/bundle-context/docker/engine/declare_top_level.py \
- && SGLANG_USE_CPU_ENGINE=1 python -c "import sgl_kernel, sglang.srt.entrypoints.http_server, sglang.srt.disaggregation.nixl.conn, sglang.benchmark.serving, smg.launch_router, bundle.simulator.server; from nixl._api import nixl_agent; assert sgl_kernel.__file__.startswith('/opt/bundle/engine/standins/'), sgl_kernel.__file__; print('rehearsal image: imports ok')"
+ && SGLANG_USE_CPU_ENGINE=1 python -c "import sgl_kernel, sglang.srt.entrypoints.http_server, sglang.srt.disaggregation.nixl.conn, sglang.benchmark.serving, smg.launch_router, bundle.rehearsal.simulator.server; from nixl._api import nixl_agent; assert sgl_kernel.__file__.startswith('/opt/bundle/engine/standins/'), sgl_kernel.__file__; print('rehearsal image: imports ok')"
 
 # Last, so a new version string does not invalidate the cached layers above.
 ARG VERSION=dev

@@ -1,16 +1,14 @@
-"""Every configuration key with its type, default and description, from bundle.schema.json (the
-descriptions, types, choices) and defaults.yaml (the defaults)."""
+"""Every configuration key with its type, default and description, from bundle.yaml's schema (the
+descriptions, types, choices) and defaults, as the config loader assembles them: the core's
+(bundle.schema.json, defaults.yaml) and each wing's section, shown under its wing."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import yaml
-
+from bundle.config import loader
 from docsgen.markdown import code, key, page, prose, table
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "bundle" / "config"
 _MISSING = object()
 
 
@@ -67,8 +65,9 @@ def rows(schema: dict, defaults: dict) -> list[tuple[str, dict, object]]:
 
 
 def reference(schema: dict | None = None, defaults: dict | None = None) -> str:
-    schema = schema if schema is not None else json.loads((CONFIG_DIR / "bundle.schema.json").read_text())
-    defaults = defaults if defaults is not None else yaml.safe_load((CONFIG_DIR / "defaults.yaml").read_text())
+    # The schema and defaults as the config loader assembles them: the core's and each wing's section.
+    schema = schema if schema is not None else loader.schema()
+    defaults = defaults if defaults is not None else loader.defaults_data()
     sections: dict[str, list[list[str]]] = {}
     for path, node, default in rows(schema, defaults):
         sections.setdefault(path.split(".")[0], []).append(
@@ -80,6 +79,9 @@ def reference(schema: dict | None = None, defaults: dict | None = None) -> str:
             "merge, lists are replaced, unknown keys are refused with a did-you-mean. How to write one: "
             "[Configuration](../configuration.md).", ""]
     for section, section_rows in sections.items():
-        body += [f"## `{section}`", "", table(["key", "type", "default", "description"], section_rows), ""]
-    return page("Configuration: every key", "`bundle/config/bundle.schema.json` and `bundle/config/defaults.yaml`",
-                *body)
+        wing = schema["properties"][section].get("x-wing")  # a wing's section: say whose, from its package
+        body += [f"## `{section}`", "", *([f"Read by {wing} only: its wing brings this section (its package's "
+                                          "`config.schema.json` and `defaults.yaml`).", ""] if wing else []),
+                 table(["key", "type", "default", "description"], section_rows), ""]
+    return page("Configuration: every key", "`bundle/config/bundle.schema.json` and `bundle/config/defaults.yaml`, "
+                "with each wing's section (`bundle/targets/sections.py`)", *body)

@@ -20,6 +20,12 @@ from typing import NoReturn
 
 import pytest
 
+from bundle.config import loader
+from bundle.targets import sections
+
+# The config loader stands below the wings: an entry point hands it their sections (bundle/cli.py does).
+loader.install_sections(sections.SECTIONS)
+
 REPO = Path(__file__).resolve().parents[1]
 
 

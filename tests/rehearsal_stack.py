@@ -13,7 +13,7 @@ from pathlib import Path
 import requests
 
 from bundle import topology as registry
-from bundle.render import rehearsal
+from bundle.rehearsal.shared import env as rehearsal
 from bundle.stack.docker import Stack
 from bundle.rehearsal import registry as modes
 from tests.sim_process import free_port

@@ -22,7 +22,7 @@ if ! docker info >/dev/null 2>&1; then
   exec "$@"
 fi
 
-"$BIN/python" -m bundle.images.rehearsal image >/dev/null || exit $?
+"$BIN/python" -m bundle.rehearsal.shared.image image >/dev/null || exit $?
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bundle-chain.XXXXXX")
 status=$work/status

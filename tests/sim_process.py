@@ -15,7 +15,7 @@ from pathlib import Path
 import requests
 
 REPO = Path(__file__).resolve().parents[1]
-MODEL = REPO / "bundle" / "simulator" / "simulated_model"
+MODEL = REPO / "bundle" / "rehearsal" / "simulator" / "simulated_model"
 
 
 def free_port() -> int:
@@ -71,7 +71,7 @@ def simulator(tmp_path: Path, *extra: str, env: dict[str, str] | None = None, na
     unless asked: SGLang's imports torch (seconds per process); its own tests use it."""
     port = free_port()
     log = tmp_path / f"{name}.log"
-    cmd = [sys.executable, "-m", "bundle.simulator", *launch_command(port, *extra)]
+    cmd = [sys.executable, "-m", "bundle.rehearsal.simulator", *launch_command(port, *extra)]
     knobs = {"SIM_LOAD_SECONDS": "0", "SIM_ARG_PARSER": "sglang" if sglang_parser else "fallback",
              **(env or {})}
     with process(cmd, log, knobs) as proc:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 
 from bundle.cli import main
+from bundle.config import assembly, loader
 from bundle.config.loader import SCHEMA_PATH, _defaults_source, load_config, schema_problems
+from bundle.config.source import Source
+from bundle.targets.sections import SECTIONS
 from bundle.errors import EXIT_CONFIG, ConfigError
 from tests.conftest import checked, write_config
 
@@ -29,7 +33,7 @@ def test_embedded_defaults_satisfy_the_schema():
 
 
 def test_every_schema_property_has_a_description_and_forbids_unknown_keys():
-    schema = json.loads(SCHEMA_PATH.read_text())
+    schema = loader.schema()  # the core's and every wing's section
     assert schema["$schema"].endswith("2020-12/schema")
 
     def walk(node, path):
@@ -195,3 +199,64 @@ def test_a_binary_or_empty_config_file_is_a_clear_exit_3(tmp_path, capsys):
     assert "the file is empty" in capsys.readouterr().err
     assert main(["validate", "tp4", "-c", ""]) == 2
     assert "-c was given an empty file name" in capsys.readouterr().err
+
+
+def test_each_wing_brings_its_section_and_the_core_files_name_none():
+    """The core's schema and defaults hold no wing's section; the loader adds each listed wing's own, whole,
+    under its key, and a user's file sets it like any core key."""
+    core_schema = json.loads(SCHEMA_PATH.read_text())
+    core_defaults = yaml.safe_load(loader.DEFAULTS_PATH.read_text())
+    assert SECTIONS, "no wing declares a section: this test would hold nothing"
+    for wing in SECTIONS:
+        assert wing.SECTION not in core_schema["properties"] and wing.SECTION not in core_defaults
+        own = json.loads(wing.SCHEMA.read_text())
+        assert loader.schema()["properties"][wing.SECTION]["properties"] == own["properties"]
+        assert loader.defaults_data()[wing.SECTION] == yaml.safe_load(wing.DEFAULTS.read_text())[wing.SECTION]
+        assert load_config(None).wing_section(wing.SECTION) == loader.defaults_data()[wing.SECTION]
+
+
+def test_a_removed_wings_section_is_refused_naming_file_line_key_and_fix(tmp_path):
+    """What a user's file meets once a wing is deleted: its section is an unknown key of the core schema
+    (the deletion itself is tests/test_wings.py's, in a copy of the tree)."""
+    config = write_config(tmp_path, "project: mine\nkubernetes:\n  namespace: prod\n")
+    core_only = json.loads(SCHEMA_PATH.read_text())
+    problems = schema_problems_against(core_only, config)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"{config}:2: kubernetes: not a section of bundle.yaml")
+    assert "delete it or fix its name" in problems[0] and "allowed here: api_key_file" in problems[0]
+
+
+def schema_problems_against(schema: dict, path) -> list[str]:
+    from bundle.config import schema_check
+    from bundle.config.source import read_yaml
+
+    source = read_yaml(path)
+    return schema_check.problems(source.data, schema, source)
+
+
+class _Wing:
+    READ_BY = "a planted wing"
+
+    def __init__(self, tmp_path, section: str, defaults: str, defs: dict | None = None):
+        self.SECTION = section
+        self.SCHEMA = tmp_path / f"{section}.schema.json"
+        self.SCHEMA.write_text(json.dumps({"type": "object", "additionalProperties": False, "description": "x",
+                                           "properties": {"size": {"type": "integer", "description": "y"}},
+                                           **({"$defs": defs} if defs else {})}))
+        self.DEFAULTS = tmp_path / f"{section}.defaults.yaml"
+        self.DEFAULTS.write_text(defaults)
+
+
+def test_a_planted_wing_is_assembled_and_a_clashing_one_refused(tmp_path):
+    core = json.loads(SCHEMA_PATH.read_text())
+    planted = _Wing(tmp_path, "skypilot", "skypilot:\n  size: 3\n")
+    schema = assembly.schema(core, [planted])
+    assert schema["properties"]["skypilot"]["x-wing"] == "a planted wing"
+    defaults = assembly.defaults(Source("<d>", {"project": "p"}), [planted])
+    assert defaults.data == {"project": "p", "skypilot": {"size": 3}}
+    with pytest.raises(ValueError, match="'levers' clashes"):
+        assembly.schema(core, [_Wing(tmp_path, "levers", "levers: {}\n")])
+    with pytest.raises(ValueError, match="'server' clashes"):
+        assembly.schema(core, [_Wing(tmp_path, "other", "other: {}\n", defs={"server": {}})])
+    with pytest.raises(ValueError, match="its own section"):
+        assembly.defaults(Source("<d>", {}), [_Wing(tmp_path, "third", "third: {}\nproject: x\n")])

@@ -6,19 +6,18 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 
 from bundle.config import levers
+from bundle.config import loader
 from bundle.config.loader import load_config
 from bundle.rules import argspec, backends
 from tests.conftest import missing, render_for, require_module
 
 pytestmark = [pytest.mark.contract, pytest.mark.usefixtures("runs_dir")]
 
-SCHEMA = Path(__file__).resolve().parents[1] / "bundle" / "config" / "bundle.schema.json"
 
 
 def _sglang_file(relative: str) -> Path:
@@ -102,6 +101,6 @@ def test_mtp_presets_are_what_sglang_chooses_for_deepseek(server_args_cls):
 
 @pytest.mark.parametrize("lever, flag", [("moe_runner", "--moe-runner-backend"), ("kv_cache_dtype", "--kv-cache-dtype")])
 def test_every_lever_value_the_schema_allows_is_a_choice_of_the_pinned_parser(lever, flag):
-    allowed = json.loads(SCHEMA.read_text())["properties"]["levers"]["properties"][lever]["enum"]
+    allowed = loader.schema()["properties"]["levers"]["properties"][lever]["enum"]
     choices = {f: o["choices"] for o in argspec.load_spec(argspec.SERVER_SPEC)["options"] for f in o["flags"]}
     assert set(allowed) <= set(choices[flag])

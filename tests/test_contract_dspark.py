@@ -16,7 +16,7 @@ import pytest
 
 from bundle.config.loader import load_config
 from bundle.rules import argspec, checkpoint
-from bundle.simulator import resolve
+from bundle.rehearsal.simulator import resolve
 from tests.conftest import missing, render_for, require_module, write_config
 
 pytestmark = [pytest.mark.contract, pytest.mark.usefixtures("runs_dir")]

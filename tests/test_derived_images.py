@@ -9,8 +9,8 @@ import pytest
 
 from bundle.errors import InputError
 from bundle import image_tags
-from bundle.images import derived, rehearsal
-from bundle.targets.slurm import image as slurm_image
+from bundle.images import derived
+from bundle.rehearsal.shared import image as rehearsal
 from bundle.stack import engine
 
 
@@ -27,12 +27,10 @@ def test_the_tag_follows_every_input_and_the_parent(tmp_path, monkeypatch):
     assert image_tags.inputs_tag("repo/x", [a, b], "parent:1") != first
 
 
-def test_the_three_images_name_their_own_repository():
+def test_the_images_name_their_own_repository():
+    # (The Slurm node image's: tests/test_slurm_cluster.py.)
     assert rehearsal.image_tag("p:1").startswith("sglang-bundle/rehearsal:")
-    assert slurm_image.image_tag("p:1").startswith("sglang-bundle/slurm-node:")
     assert image_tags.prometheus_tag().startswith("sglang-bundle/prometheus:")
-    # The node image is rebuilt when the rehearsal image under it changes.
-    assert slurm_image.image_tag("p:1") != slurm_image.image_tag("p:2")
 
 
 @pytest.mark.parametrize("buildx", [True, False])

@@ -10,19 +10,19 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from bundle.cli import build_parser, verb_names
 from bundle.errors import EXIT_CODES
 from bundle.rules.guards import GUARDS
 from docsgen import cli, config, exit_codes, guards, monitoring
 from docsgen.markdown import code, key
+from bundle.config import loader
 from docsgen.pages import PAGES
 from tests.docs_site_build import build_site, copy_checkout
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = json.loads((ROOT / "bundle/config/bundle.schema.json").read_text())
-DEFAULTS = yaml.safe_load((ROOT / "bundle/config/defaults.yaml").read_text())
+SCHEMA = loader.schema()  # the core's and every wing's section, as the loader assembles them
+DEFAULTS = loader.defaults_data()
 
 
 def test_the_cli_page_lists_every_verb_and_every_flag_of_the_parser():

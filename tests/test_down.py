@@ -10,7 +10,8 @@ import argparse
 import pytest
 
 from bundle import topology as registry
-from bundle.commands import _target, down
+from bundle.commands import down
+from bundle.service import finding
 from bundle.stack import docker, engine, runstate
 
 
@@ -22,20 +23,24 @@ class _Stack:
         return self.removes_volumes or volumes
 
 
+looked_up: list = []  # every lookup of the launched projects down made (one a run: _run checks it)
+
+
 def _run(monkeypatch, capsys, *, created, present, removes_volumes=True):
+    looked_up.clear()
     record = runstate.LaunchRecord(project="p-pd", topology="pd", compose_files=[], env_file="", rehearsal=True,
                                    config="<embedded defaults>", started_at=0, run_dir="", target="slurm",
                                    env={"X": "1"}, created_volumes=created)
-    target = _target.Target("p-pd", registry.get("pd"), record, ("p-pd-node-1",))
-    monkeypatch.setattr(_target.Target, "stack", lambda self: _Stack(removes_volumes))
-    monkeypatch.setattr(_target, "candidates", lambda topology, config: [target])
-    monkeypatch.setattr(_target, "one_running", lambda topology, config, verb: target)
+    target = finding.Candidate("p-pd", registry.get("pd"), record, ("p-pd-node-1",), targets=None)
+    monkeypatch.setattr(finding.Candidate, "stack", lambda self: _Stack(removes_volumes))
+    monkeypatch.setattr(finding, "candidates", lambda request: looked_up.append(request) or [target])
     monkeypatch.setattr(engine, "require_engine", lambda: None)
     monkeypatch.setattr(engine, "require_compose", lambda: None)
     monkeypatch.setattr(docker, "project_containers", lambda project: [])
     monkeypatch.setattr(docker, "project_networks", lambda project: [])
     monkeypatch.setattr(docker, "project_volumes", lambda project: sorted(present))
     code = down.run(argparse.Namespace(topology=None, config=None, volumes=False, timeout=None))
+    assert len(looked_up) == 1, "down looks the launched projects up once"
     return code, capsys.readouterr().out
 
 

@@ -20,9 +20,9 @@ from bundle.doctor.context import HostContext
 from bundle.findings import Level
 from bundle.images import model
 from bundle.lock import load_lock
-from bundle.render.rehearsal import simulated_model_dir
+from bundle.rehearsal.shared.env import simulated_model_dir
 from bundle.rules import argspec, checkpoint
-from bundle.simulator.resolve import DSparkRefused, resolve_like_sglang
+from bundle.rehearsal.simulator.resolve import DSparkRefused, resolve_like_sglang
 from bundle.tune import plan as planner
 from bundle.tune.space import load_space
 from bundle.verify import attest, tables

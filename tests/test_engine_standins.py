@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bundle.lock import load_lock
-from bundle.images.sgl_kernel_standin import imported_names, missing_names
+from bundle.rehearsal.engine.sgl_kernel_standin import imported_names, missing_names
 from bundle.paths import docker_dir
 from tests.conftest import missing, require_tool
 

@@ -57,17 +57,3 @@ def test_loopback_is_read_as_an_address_not_a_prefix():
     assert is_loopback("127.8.9.10") and is_loopback("[::1]") and is_loopback("LOCALHOST")
     assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("127.example.com")
     assert not is_loopback("10.0.0.5")
-
-
-def test_a_kubernetes_front_service_outside_the_cluster_without_a_key_warns(tmp_path, capsys):
-    config = write_config(tmp_path, "kubernetes:\n  front_service_type: LoadBalancer\n")
-    assert main(["render", "--target", "k8s", "pd", "-c", str(config), "-o", str(tmp_path / "out")]) == 0
-    err = capsys.readouterr().err
-    line = next(ln for ln in err.splitlines() if WARNING in ln)
-    assert "kubernetes.front_service_type:" in line and "LoadBalancer" in line and "POST /workers" in line
-
-
-def test_a_cluster_internal_front_service_is_quiet(tmp_path, capsys):
-    config = write_config(tmp_path, "kubernetes:\n  front_service_type: ClusterIP\n")
-    assert main(["render", "--target", "k8s", "pd", "-c", str(config), "-o", str(tmp_path / "out")]) == 0
-    assert WARNING not in capsys.readouterr().err

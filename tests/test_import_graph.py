@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Bottom first. A unit is a package (bundle/stack/) or a top-level module (bundle/lock.py); units on one
 # layer are peers and do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "memo", "checks", "findings", "reporter", "log_lines", "simulator"),  # reporter: where services print; the simulator runs alone, inside the rehearsal image
+    ("errors", "memo", "checks", "findings", "reporter", "log_lines", "rehearsal.simulator"),  # reporter: where services print; the simulator runs alone, inside the rehearsal image
     ("paths", "durations", "run"),  # run: the one funnel for outside commands
     ("topology", "monitoring"),
     ("config",),
@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rules",),
     ("api",),  # the typed interfaces the wings implement, over the values they take (config, render, rules)
     ("images",),
+    ("rehearsal.shared",),  # what the modes share: the rehearsal image and what a rehearsal adds to the env
     ("rehearsal.engine", "rehearsal.sim"),  # the rehearsal modes, a wing each
     ("rehearsal",),  # their registry
     ("doctor", "upgrade"),

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from bundle.config.loader import load_config
-from bundle.targets import k8s
+from bundle.targets.k8s import config as k8s_config
+from bundle.targets.k8s import manifests as k8s
 from bundle.render.compose import program_args
 from bundle.targets.k8s import commands as cmd
 from bundle.targets.k8s import disaggregated as ds
@@ -128,12 +129,12 @@ def test_every_pod_command_parses_and_matches_compose(tmp_path, which, topology,
             ns = server_parser.parse_args(server)
             theirs = server_parser.parse_args(compose.server_args(service))
             assert _differing(ns, theirs, POD_SERVER_DESTS) == {}, f"{workload} differs from compose's {service}"
-            nodes = dep.kubernetes.role(dep.roles(topology)[0].service.config_key if topology != "pd" else
+            nodes = k8s_config.of(dep).role(dep.roles(topology)[0].service.config_key if topology != "pd" else
                                         ("pd", service)).nodes
             assert ns.base_gpu_id == 0 and ns.port == dep.network.worker_port
             if nodes > 1:
                 assert (ns.nnodes, ns.node_rank) == (nodes, int(env[cmd.LWS_WORKER_INDEX]))
-                assert ns.dist_init_addr == f"{env[cmd.LWS_LEADER_ADDRESS]}:{dep.kubernetes.dist_init_port}"
+                assert ns.dist_init_addr == f"{env[cmd.LWS_LEADER_ADDRESS]}:{k8s_config.of(dep).dist_init_port}"
             else:
                 assert ns.nnodes == 1 and ns.dist_init_addr is None
             seen.add(service)
@@ -162,7 +163,7 @@ def _leader(rendered, suffix):
 
 def _check_workers(dep, rendered, topology, args, router_labels):
     port = dep.network.worker_port
-    if dep.kubernetes.discovery == "selector":
+    if k8s_config.of(dep).discovery == "selector":
         assert args.service_discovery and args.service_discovery_port == port
         assert args.service_discovery_namespace == rendered.namespace
         pairs = ((args.prefill_selector, "-prefill"), (args.decode_selector, "-decode")) if topology == "pd" \
@@ -177,7 +178,7 @@ def _check_workers(dep, rendered, topology, args, router_labels):
                 assert selector[ds.REVISION_LABEL] == router_labels[ds.REVISION_LABEL] == REVISION
                 other = {**labels, ds.REVISION_LABEL: "0a1d0a1d"}
                 assert not selector.items() <= other.items()
-                if dep.kubernetes.form("pd").slices > 1:
+                if k8s_config.of(dep).form("pd").slices > 1:
                     assert not selector.items() <= {**labels, ds.SLICE_LABEL: "0"}.items()
         if topology == "pd":
             # smg reads the bootstrap port from prefill's annotation; prefill listens on it.
@@ -190,7 +191,7 @@ def _check_workers(dep, rendered, topology, args, router_labels):
         assert args.prefill_urls == [(f"http://{name}-{i}.{name}.{rendered.namespace}.svc:{port}",
                                       dep.section("pd").bootstrap_port) for i in range(replicas)]
         name, _, _, _ = _leader(rendered, "-decode")
-        replicas = dep.kubernetes.role(("pd", "decode")).replicas
+        replicas = k8s_config.of(dep).role(("pd", "decode")).replicas
         assert args.decode_urls == [f"http://{name}-{i}.{name}.{rendered.namespace}.svc:{port}"
                                     for i in range(replicas)]
     else:

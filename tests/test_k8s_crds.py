@@ -14,7 +14,7 @@ import yaml
 
 from bundle.cli import main
 from bundle.config.loader import load_config
-from bundle.targets import k8s
+from bundle.targets.k8s import manifests as k8s
 from bundle.targets.k8s import crds, lws_webhook, validation as manifests
 from bundle.targets.k8s import rules as k8s_rules
 from bundle import topology as registry

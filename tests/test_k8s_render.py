@@ -10,14 +10,19 @@ import yaml
 
 from bundle.cli import main
 from bundle.config.loader import load_config
+from bundle.lock import load_lock
+from bundle.render.compose import render
 from bundle.errors import ConfigError
-from bundle.targets import k8s
+from bundle.targets.k8s import config as k8s_config
+from bundle.targets.k8s import manifests as k8s
 from bundle.targets.k8s.manifests import GENERATED
 from bundle.targets.k8s import rules as k8s_rules
 from bundle.targets.k8s import validation as manifests
 from bundle import topology as registry
 from tests.conftest import render_for, write_config
+from tests.test_front_door_exposure import WARNING
 from tests.test_render import NON_DEFAULT
+from tests.test_topology_registry import duo  # noqa: F401  (the fixture: a fourth topology, registered)
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
 
@@ -172,7 +177,7 @@ def test_the_front_service_is_the_only_one_and_leads_to_the_router_or_the_server
     rendered = k8s_for(dep, topology)
     (service,) = by_kind(rendered, "Service")
     assert service["metadata"]["name"] == dep.project_name(topology)
-    assert service["spec"]["type"] == dep.kubernetes.front_service_type
+    assert service["spec"]["type"] == k8s_config.of(dep).front_service_type
     (port,) = service["spec"]["ports"]
     assert port["port"] == dep.network.front_port
     if topology == "tp4":
@@ -187,7 +192,7 @@ def test_the_front_service_is_the_only_one_and_leads_to_the_router_or_the_server
             template = router["spec"]["leaderWorkerTemplate"]["workerTemplate"]
         labels = template["metadata"]["labels"]
         assert service["spec"]["selector"].items() <= labels.items() and labels["io.sglang-bundle.role"] == "router"
-        assert router["spec"]["replicas"] == dep.kubernetes.router_replicas
+        assert router["spec"]["replicas"] == k8s_config.of(dep).router_replicas
 
 
 def test_replicas_and_nodes_per_role_shape_the_leaderworkersets(tmp_path):
@@ -263,7 +268,7 @@ def test_api_key_is_a_secret_reference_on_the_front_door_only(tmp_path):
     key = tmp_path / "key"
     key.write_text("sk-topsecret-123\n")
     dep = load_config(write_config(tmp_path, "api_key_file: key\n"))
-    assert dep.kubernetes.api_key_secret == "sglang-bundle-api-key"
+    assert k8s_config.of(dep).api_key_secret == "sglang-bundle-api-key"
     for topology in registry.NAMES:
         rendered = k8s_for(dep, topology)
         text = yaml.safe_dump(list(rendered.objects))
@@ -437,3 +442,27 @@ def test_cli_kubectl_dry_run_says_why_it_skipped_without_a_cluster(tmp_path, cap
     assert main(["render", "--target", "k8s", "tp4", "-o", str(tmp_path / "out"), "--kubectl-dry-run"]) == 0
     # No kubeconfig: kubectl (if there is one) talks to localhost:8080, where nothing answers.
     assert "kubectl: skipped: " in capsys.readouterr().err
+
+
+# The front door's exposure on Kubernetes (tests/test_front_door_exposure.py holds compose's).
+def test_a_kubernetes_front_service_outside_the_cluster_without_a_key_warns(tmp_path, capsys):
+    config = write_config(tmp_path, "kubernetes:\n  front_service_type: LoadBalancer\n")
+    assert main(["render", "--target", "k8s", "pd", "-c", str(config), "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if WARNING in ln)
+    assert "kubernetes.front_service_type:" in line and "LoadBalancer" in line and "POST /workers" in line
+
+
+def test_a_cluster_internal_front_service_is_quiet(tmp_path, capsys):
+    config = write_config(tmp_path, "kubernetes:\n  front_service_type: ClusterIP\n")
+    assert main(["render", "--target", "k8s", "pd", "-c", str(config), "-o", str(tmp_path / "out")]) == 0
+    assert WARNING not in capsys.readouterr().err
+
+
+def test_kubernetes_makes_one_set_of_the_copies(duo, tmp_path):  # noqa: F811  (the fixture)
+    dep = load_config(write_config(tmp_path, "dp: {replicas: 2, tp_size: 2, gpus: [0, 1, 2, 3]}\n"))
+    lock = load_lock()
+    out = k8s.render(dep, render(dep, duo, image=lock.image_ref, lock_hash=lock.hash))
+    (lws,) = [o for o in out.objects if o["kind"] == "LeaderWorkerSet"]
+    assert lws["metadata"]["name"] == "sglang-bundle-duo-replica"  # replicated: the copies are its replicas
+    assert lws["spec"]["replicas"] == 2

@@ -59,7 +59,7 @@ def test_a_dashboard_query_naming_a_metric_sglang_does_not_emit_fails_naming_the
 def test_the_simulator_exposes_only_sglang_names_for_what_it_simulates():
     from prometheus_client.parser import text_string_to_metric_families
 
-    from bundle.simulator.metrics import Counters, ServingMetrics
+    from bundle.rehearsal.simulator.metrics import Counters, ServingMetrics
 
     sglang = set()
     for role in ("prefill", "decode"):

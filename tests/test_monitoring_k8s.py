@@ -13,7 +13,7 @@ import pytest
 from bundle.config.loader import load_config
 from bundle.monitoring import dashboards
 from bundle.monitoring.rules import Thresholds, alerts
-from bundle.targets import k8s
+from bundle.targets.k8s import manifests as k8s
 from bundle.render.compose import program_args
 from bundle.targets.k8s import validation as manifests
 from bundle.topology import ROUTER_MODULE

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bundle.monitoring.live import figures
-from bundle.simulator.metrics import Counters, ServingMetrics
+from bundle.rehearsal.simulator.metrics import Counters, ServingMetrics
 from bundle.stack.workers import parse_prometheus
 
 

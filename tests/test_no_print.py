@@ -20,7 +20,7 @@ ALLOWED = {
     "doctor/nixl_probe.py": "the same, for NIXL",
     "verify/bench_launcher.py": "runs inside the bench container around bench_serving",
     "images/audit/probe.py": "runs inside a container of the image under audit, with that image's Python",
-    "images/sgl_kernel_standin.py::main": "its own `python -m` command line (regenerates the stand-in)",
+    "rehearsal/engine/sgl_kernel_standin.py::main": "its own `python -m` command line (regenerates the stand-in)",
     "images/requirements.py::main": "its own `python -m` command line (`make lock`)",
     "images/derived.py::command_line": "the derived images' own `python -m <module> image | tag` command line",
     "rules/argspec.py::write_specs": "`python -m bundle.rules.argspec`, which regenerates the parser snapshots",

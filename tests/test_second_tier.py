@@ -20,7 +20,7 @@ SCRIPT = REPO / "tests" / "second-tier.sh"
 
 
 def _bin(tmp_path: Path, build: str) -> Path:
-    """A venv bin folder whose `python -m bundle.images.rehearsal image` prints a tag and whose
+    """A venv bin folder whose `python -m bundle.rehearsal.shared.image image` prints a tag and whose
     `bundle build --standin` runs `build` (shell); and a `docker` whose `info` answers (the script's
     check for an engine), first on PATH."""
     folder = tmp_path / "bin"

@@ -99,3 +99,44 @@ def test_a_verb_calling_the_images_directly_is_found(tmp_path):
     (tmp_path / "planted.py").write_text("def run(args):\n    from bundle.images import build\n    build.execute()\n")
     (tmp_path / "kept.py").write_text("def run(args):\n    from bundle.service import build as service\n")
     assert verbs_without_a_service(tmp_path) == ["planted"]
+
+
+# What a verb may import: the services (bundle/service/, and the wings' own services), the command line's own
+# helpers (bundle/commands/, the errors it exits with, the reporter it prints on, the tables and report
+# renderers it prints with) and the registries it offers choices from. Everything else is a service's work.
+VERB_IMPORTS = (
+    *SERVICE_MODULES, "bundle.upgrade.check",  # `bundle upgrade --check`: the upgrade wing's other service
+    "bundle.commands.", "bundle.errors", "bundle.reporter",
+    "bundle.verify.tables", "bundle.doctor.report", "bundle.images.audit.report", "bundle.tune.report",
+    "bundle.upgrade.render",  # presenters: a result as a table, lines or JSON
+    "bundle.topology", "bundle.targets.registry", "bundle.rehearsal.registry", "bundle.doctor.registry",
+    "bundle.images.audit.registry",  # registries
+)
+
+
+def verb_imports_beyond(commands_dir, allowed=VERB_IMPORTS) -> list[str]:
+    """Each import of a module under bundle/commands/ that lands outside `allowed`, as file:line module (a
+    `from M import N` lands in M.N: a module of M, or a name M holds)."""
+    found = []
+    for path in sorted(commands_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "bundle":
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.split(".")[0] == "bundle"]
+            else:
+                continue
+            found += [f"{path.name}:{node.lineno} {name}" for name in names
+                      if not any(name == a or name.startswith(a if a.endswith(".") else f"{a}.") for a in allowed)]
+    return found
+
+
+def test_the_verbs_import_only_services_their_own_helpers_and_the_registries():
+    beyond = verb_imports_beyond(PACKAGE_DIR / "commands")
+    assert not beyond, "a verb reaching past the services (move the work into one):\n" + "\n".join(beyond)
+
+
+def test_a_verb_reaching_into_the_stack_is_found(tmp_path):
+    (tmp_path / "planted.py").write_text("def run(args):\n    from bundle.stack import engine\n")
+    (tmp_path / "kept.py").write_text("from bundle import topology as registry\nfrom bundle.service import down\n")
+    assert verb_imports_beyond(tmp_path) == ["planted.py:2 bundle.stack.engine"]

@@ -9,10 +9,10 @@ import time
 import pytest
 import requests
 
-from bundle.simulator.answers import plan_output
-from bundle.simulator.args import parse_launch_args, strip_launch_prefix
-from bundle.simulator.knobs import Knobs
-from bundle.simulator.model import SimulatedModel
+from bundle.rehearsal.simulator.answers import plan_output
+from bundle.rehearsal.simulator.args import parse_launch_args, strip_launch_prefix
+from bundle.rehearsal.simulator.knobs import Knobs
+from bundle.rehearsal.simulator.model import SimulatedModel
 from tests.sim_process import MODEL, launch_command, simulator
 
 CAPITAL = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
@@ -174,7 +174,7 @@ def test_generate_streams_cumulative_text_as_bench_serving_reads_it(server):
 def test_info_endpoints_echo_the_launch(server):
     info = requests.get(server + "/get_server_info", timeout=10).json()
     assert info["tp_size"] == 4 and info["disaggregation_mode"] == "null"
-    # Resolved as SGLang 0.5.23 resolves `auto` for DeepSeek-V4 on sm_120 (bundle/simulator/resolve.py).
+    # Resolved as SGLang 0.5.23 resolves `auto` for DeepSeek-V4 on sm_120 (bundle/rehearsal/simulator/resolve.py).
     assert info["kv_cache_dtype"] == "fp8_e4m3" and info["moe_runner_backend"] == "flashinfer_mxfp4"
     assert info["worker_simulator"]["resolved"]["moe_runner_backend"] == ["auto", "flashinfer_mxfp4"]
     assert "disable_cuda_graph" in info and "attention_backend" in info

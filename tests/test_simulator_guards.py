@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import requests
 
-from bundle.simulator.answers import plan_output
-from bundle.simulator.knobs import LONG_PROMPT_TOKENS, Knobs
-from bundle.simulator.model import SimulatedModel
-from bundle.simulator.resolve import resolve_like_sglang
+from bundle.rehearsal.simulator.answers import plan_output
+from bundle.rehearsal.simulator.knobs import LONG_PROMPT_TOKENS, Knobs
+from bundle.rehearsal.simulator.model import SimulatedModel
+from bundle.rehearsal.simulator.resolve import resolve_like_sglang
 from tests.sim_process import MODEL, simulator
 
 DSV4 = {"architectures": ["DeepseekV4ForCausalLM"]}

@@ -13,6 +13,7 @@ import pytest
 from bundle import topology as registry
 from bundle.paths import docker_dir
 from bundle.targets.slurm import cluster as clusters
+from bundle.targets.slurm import image as slurm_image
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
 
@@ -67,3 +68,8 @@ def test_compose_resolves_a_controller_two_nodes_and_one_published_front_door(tm
     assert (port["host_ip"], port["published"], port["target"]) == ("127.0.0.1", "31234", 8000)
     assert "router" in services["node-1"]["networks"]["cluster"]["aliases"]
     assert all(not services[s].get("restart") for s in ("node-1", "node-2"))
+
+
+def test_the_node_image_names_its_repository_and_follows_the_rehearsal_image_under_it():
+    assert slurm_image.image_tag("p:1").startswith("sglang-bundle/slurm-node:")
+    assert slurm_image.image_tag("p:1") != slurm_image.image_tag("p:2")

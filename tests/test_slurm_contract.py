@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bundle.config.loader import load_config
-from bundle.targets import slurm
+from bundle.targets.slurm import script as slurm
 from bundle.targets.slurm import config as slurm_config
 from bundle.render.compose import program_args
 from bundle.rules import argspec

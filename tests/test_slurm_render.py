@@ -11,7 +11,8 @@ import pytest
 from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.errors import ConfigError
-from bundle.targets import slurm
+from bundle.targets import registry as targets
+from bundle.targets.slurm import script as slurm
 from bundle.targets.slurm.script import NATIVE_LINE
 from bundle.targets.slurm import rules as slurm_rules
 from bundle import topology as registry
@@ -72,3 +73,19 @@ def test_a_role_too_wide_for_a_node_is_refused(tmp_path):
     dep = load_config(write_config(tmp_path, "slurm: {gpus_per_node: 2}\n"))
     (error,) = slurm_rules.check(dep, registry.get("tp4")).errors
     assert "4 GPUs per node" in error and "slurm.gpus_per_node is 2" in error
+
+
+def test_the_slurm_launch_renders_through_the_one_pipeline_and_its_problems_stop_it(monkeypatch, runs_dir):
+    """Once, the launch rendered its job on a path of its own that never ran the target's problems()."""
+    from bundle.errors import ConfigError
+    from bundle.targets.slurm import rules as slurm_rules
+    from bundle.rehearsal import registry as rehearsal
+    from bundle.service.launch import LaunchRequest
+    from bundle.stack import engine
+    from tests.recording import RecordingReporter
+
+    monkeypatch.setattr(slurm_rules, "problems", lambda output: [f"job.sbatch: planted ({output.topology.name})"])
+    monkeypatch.setattr(engine, "require_engine", lambda: pytest.fail("the launch went past its render"))
+    with pytest.raises(ConfigError, match=r"job.sbatch: planted \(pd\)"):
+        targets.get("slurm").launcher.launch(LaunchRequest("pd", rehearsal=rehearsal.get("sim"), target="slurm"),
+                                             reporter=RecordingReporter())

@@ -21,7 +21,7 @@ from bundle.verify.smoke import REPLICA_PROBE, REPLICA_PROBE_TOKENS, smoke
 from bundle.stack.workers import ComposeWorkers, HttpWorkers, parse_prometheus
 
 REPO = Path(__file__).resolve().parents[1]
-MODEL = REPO / "bundle" / "simulator" / "simulated_model"
+MODEL = REPO / "bundle" / "rehearsal" / "simulator" / "simulated_model"
 SERVED = "deepseek-v4-flash"
 KEY = "sk-smoke-test-key-never-printed"
 CHECKS = [SmokeCheck("What is the capital of France? Answer in one word.", "Paris"),
@@ -41,7 +41,7 @@ def _start_simulator(tmp_path_factory, *extra: str) -> tuple[str, subprocess.Pop
                # The fallback parser starts in a second; SGLang's own parser is the rehearsal's.
                SIM_ARG_PARSER="fallback")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bundle.simulator", "--", "python3", "-m", "sglang.launch_server",
+        [sys.executable, "-m", "bundle.rehearsal.simulator", "--", "python3", "-m", "sglang.launch_server",
          "--model-path", str(MODEL), "--served-model-name", SERVED, "--host", "127.0.0.1",
          "--port", str(port), "--enable-metrics", *extra],
         cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)

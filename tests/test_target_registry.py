@@ -8,6 +8,8 @@ import inspect
 
 import pytest
 
+from bundle.cli import main
+
 from bundle import topology as registry
 from bundle.config.loader import load_config
 from bundle.errors import BundleError
@@ -34,7 +36,7 @@ def test_every_target_offers_the_protocol(name):
 def test_an_unknown_target_is_a_usage_error():
     with pytest.raises(BundleError) as caught:
         targets.get("nomad")
-    assert caught.value.exit_code == 2 and "known: compose, k8s, slurm" in caught.value.message
+    assert caught.value.exit_code == 2 and f"known: {', '.join(targets.TARGETS)}" in caught.value.message
 
 
 @pytest.mark.parametrize("topology", registry.NAMES)
@@ -57,20 +59,19 @@ def test_no_target_name_is_compared_outside_the_registry():
     'writes = args.target in ("k8s", "slurm")\n',
 ])
 def test_the_target_name_check_finds_a_planted_comparison(code):
-    assert name_comparisons(code, "commands/planted.py", set(targets.NAMES))
+    assert name_comparisons(code, "commands/planted.py", {"k8s", "slurm"})  # the names it looks for
 
 
-def test_the_slurm_launch_renders_through_the_one_pipeline_and_its_problems_stop_it(monkeypatch, runs_dir):
-    """Once, the launch rendered its job on a path of its own that never ran the target's problems()."""
-    from bundle.errors import ConfigError
-    from bundle.targets.slurm import rules as slurm_rules
-    from bundle.rehearsal import registry as rehearsal
-    from bundle.service.launch import LaunchRequest
-    from bundle.stack import engine
-    from tests.recording import RecordingReporter
-
-    monkeypatch.setattr(slurm_rules, "problems", lambda output: [f"job.sbatch: planted ({output.topology.name})"])
-    monkeypatch.setattr(engine, "require_engine", lambda: pytest.fail("the launch went past its render"))
-    with pytest.raises(ConfigError, match=r"job.sbatch: planted \(pd\)"):
-        targets.get("slurm").launcher.launch(LaunchRequest("pd", rehearsal=rehearsal.get("sim"), target="slurm"),
-                                             reporter=RecordingReporter())
+def test_a_dry_run_asked_of_a_target_without_one_is_refused_not_ignored(capsys, runs_dir):
+    """Once, `--kubectl-dry-run` on the compose render did nothing, silently."""
+    offered = [t.name for t in targets.TARGETS.values() if t.dry_run]
+    try:
+        code = main(["render", "pd", "--kubectl-dry-run"])
+    except SystemExit as exc:  # argparse's own refusal of a flag it does not know
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    if offered:  # the flag exists: compose's render has no dry run
+        assert "--kubectl-dry-run runs an outside tool on written manifests; the compose render offers no such" in err
+    else:  # no target offers one: the flag is not offered either
+        assert "unrecognized arguments: --kubectl-dry-run" in err

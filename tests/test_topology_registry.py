@@ -185,17 +185,6 @@ def test_a_registered_topology_renders_for_every_target(duo, tmp_path, target):
     assert "sglang-bundle-duo" in text  # the project of duo, not of dp
 
 
-def test_kubernetes_makes_one_set_of_the_copies(duo, tmp_path):
-    from bundle.targets import k8s
-
-    dep = load_config(write_config(tmp_path, "dp: {replicas: 2, tp_size: 2, gpus: [0, 1, 2, 3]}\n"))
-    lock = load_lock()
-    out = k8s.render(dep, render(dep, duo, image=lock.image_ref, lock_hash=lock.hash))
-    (lws,) = [o for o in out.objects if o["kind"] == "LeaderWorkerSet"]
-    assert lws["metadata"]["name"] == "sglang-bundle-duo-replica"  # replicated: the copies are its replicas
-    assert lws["spec"]["replicas"] == 2
-
-
 def test_the_readmes_topology_table_lists_exactly_the_registry():
     """README.md's first table (topology | what runs | front door), read from the file: one row per
     registered topology, in the registry's order, each naming its front service. A topology added

@@ -15,8 +15,8 @@ import requests
 
 from bundle.config.source import DEFAULTS_NAME, Source, parse_yaml
 from bundle.errors import ConfigError
-from bundle.simulator import speed
-from bundle.simulator.knobs import Knobs
+from bundle.rehearsal.simulator import speed
+from bundle.rehearsal.simulator.knobs import Knobs
 from bundle.tune import plan as planner
 from bundle.tune import results
 from bundle.tune.space import Candidate, Objective, Space, candidates, load_space
@@ -196,7 +196,7 @@ def test_a_simulator_process_takes_its_speed_from_its_own_arguments_or_refuses_t
     env = {"SIM_SPEED_RULES": "moe_runner_backend=triton:tpot*3", "SIM_TPOT_MS": "10"}
     with simulator(tmp_path, env=env) as (base, _proc, log):  # its command line says --moe-runner-backend auto
         assert requests.get(base + "/sim/faults", timeout=5).json()["tpot_ms"] == 10
-    cmd = [sys.executable, "-m", "bundle.simulator", *launch_command(1, "--kv-cache-dtype", "bf16")]
+    cmd = [sys.executable, "-m", "bundle.rehearsal.simulator", *launch_command(1, "--kv-cache-dtype", "bf16")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "SIM_ARG_PARSER": "fallback",
                                "SIM_REFUSE_ARGS": "kv_cache_dtype=bf16", "SIM_LOAD_SECONDS": "0"})

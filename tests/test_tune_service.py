@@ -22,7 +22,7 @@ SPEEDS = {"defaults": 100.0, "speculative=mtp": 180.0, "speculative=mtp-light": 
 @pytest.fixture
 def no_engine(monkeypatch):
     """No Docker: the engine is there, nothing of the project runs, the rehearsal image exists."""
-    from bundle.images import rehearsal as rehearsal_image
+    from bundle.rehearsal.shared import image as rehearsal_image
 
     monkeypatch.setattr(service.engine, "require_engine", lambda: None)
     monkeypatch.setattr(service.engine, "require_compose", lambda: None)

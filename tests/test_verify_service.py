@@ -21,9 +21,9 @@ def test_one_fail_among_warnings_fails_the_project_and_every_container_has_its_r
         return ContainerReport(name, "img:1", FOUND.get(name, []))
 
     monkeypatch.setattr(service, "verify_container", look)
-    verified = service.verify("p", ["p-server-1", "p-router-1", "p-bench-1"])
+    verified = service.verify(service.VerifyRequest("p", ["p-server-1", "p-router-1", "p-bench-1"]))
     assert [v.container for v in verified.reports] == ["p-server-1", "p-router-1", "p-bench-1"]
     assert {h for _, h in seen} == {load_lock().hash} == {verified.lock_hash}
     assert verified.failed and verified.as_dict()["status"] == "FAIL"
     assert [c["level"] for c in verified.as_dict()["containers"]] == ["FAIL", "WARN", "OK"]
-    assert not service.verify("p", ["p-router-1", "p-bench-1"]).failed
+    assert not service.verify(service.VerifyRequest("p", ["p-router-1", "p-bench-1"])).failed

@@ -6,10 +6,8 @@ from __future__ import annotations
 import argparse
 
 from bundle import topology as registry
-from bundle.config.model import Deployment
 from bundle.errors import UsageError
 from bundle.rehearsal import registry as rehearsal
-from bundle.service.prepare import load as service_load
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -70,5 +68,11 @@ def sim_knobs(args: argparse.Namespace) -> dict[str, str]:
     return knobs
 
 
-def load(args: argparse.Namespace) -> Deployment:
-    return service_load(getattr(args, "config", None))
+def find_request(args: argparse.Namespace):
+    """The request that finds the launched project a running verb acts on (bundle/service/finding.py): its
+    topology and -c, and the target registry, which stands above the services. Imported here: a verb that
+    finds nothing (validate) does not pay for the registry's imports."""
+    from bundle.service.finding import FindRequest
+    from bundle.targets import registry as targets
+
+    return FindRequest(targets, args.topology, args.config)

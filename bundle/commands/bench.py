@@ -57,14 +57,14 @@ def request_of(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from bundle.commands._target import one_running
+    from bundle.commands._common import find_request
+    from bundle.service.finding import one_running
     from bundle.errors import Failed, TimedOut
     from bundle.service import bench as bench_service
-    from bundle.stack.frontdoor import front_door
-    from bundle.verify import limits, tables
+    from bundle.verify import tables
     from bundle.reporter import report_console
 
-    target = one_running(args.topology, args.config, verb="benchmark")
+    target = one_running(find_request(args), verb="benchmark")
     dep, topology, record = target.dep, target.topology, target.launch
     request = request_of(args)
     console = report_console(stderr=args.json)  # --json: stdout holds the record alone
@@ -73,10 +73,10 @@ def run(args: argparse.Namespace) -> int:
     benched = bench_service.benchmark(dep, topology, record, target.stack(), request, console)
     result = benched.result
     if args.json:
-        print(front_door(dep, topology).redact(json.dumps(result, indent=2)))
+        print(bench_service.redacted(dep, topology, json.dumps(result, indent=2)))
     else:
         console.print(tables.bench_table(result))
-        for line in limits.verdict_lines(result):
+        for line in bench_service.verdict_lines(result):
             console.print(line, markup=False)
         comparison = tables.comparison_table(result, benched.baseline, benched.previous,
                                              previous_name=benched.compared_as,
@@ -116,14 +116,13 @@ def _soak(args, request, target, console) -> int:
 
     from bundle.errors import Failed
     from bundle.service import bench as bench_service
-    from bundle.stack.frontdoor import front_door
     from bundle.verify import tables
 
     dep, topology, record = target.dep, target.topology, target.launch
     soaked = bench_service.soak(dep, topology, record, target.stack(), request, console)
     result = soaked.result
     if args.json:
-        print(front_door(dep, topology).redact(json.dumps(result, indent=2)))
+        print(bench_service.redacted(dep, topology, json.dumps(result, indent=2)))
     else:
         console.print(tables.soak_table(result))
     console.print(f"recorded: {soaked.history_path} (run {result['run_id']}); details: {soaked.run_dir}")

@@ -7,17 +7,17 @@ import argparse
 
 from rich.console import Console
 
-from bundle.images import build
-
 HELP = "build the layered images pinned by docker/lock.toml (--dry-run prints the plan)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from bundle.service.build import LAYER_NAMES
+
     parser.add_argument("--dry-run", action="store_true",
                         help="print the layers, tags and build arguments; build nothing")
     parser.add_argument("--layer", nargs="+", metavar="NAME", choices=None, default=None,
                         help=f"build only these layers (rebuilt even if tagged), one of: "
-                             f"{', '.join(build.LAYER_NAMES)}")
+                             f"{', '.join(LAYER_NAMES)}")
     parser.add_argument("--no-cache", action="store_true", help="rebuild every step, reuse nothing")
     parser.add_argument("--standin", action="store_true",
                         help="a local build, never pushed: the same layers named <repo>-standin without the "

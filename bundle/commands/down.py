@@ -26,18 +26,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle.commands._target import candidates, one_running
-    from bundle.service.down import DownRequest, down
-    from bundle.stack import engine
+    from bundle.commands._common import find_request
+    from bundle.service.finding import candidates, only_running
+    from bundle.service.down import DownRequest, down, require_docker
 
-    engine.require_engine()
-    engine.require_compose()
+    require_docker()
     target = None
-    if any(t.up for t in candidates(args.topology, args.config)):
-        found = one_running(args.topology, args.config, verb="take down")
+    found = candidates(find_request(args))  # looked up once: which are up, and the one to take down
+    if any(t.up for t in found):
+        chosen = only_running(found, args.topology, verb="take down")
         # The volumes down answers for are those the launch record names as made (not a record
         # rendered again for a project that has none).
-        target = dataclasses.replace(found.launched(config=False), record=found.record)
+        target = dataclasses.replace(chosen.launched(config=False), record=chosen.record)
     return _print(down(DownRequest(target, volumes=args.volumes, timeout=args.timeout)))
 
 

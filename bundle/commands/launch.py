@@ -21,15 +21,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             rehearsal_help="no GPU: engine = the real SGLang server on CPU with a small model "
                                            "made here, sim = worker simulators; the real router (docs/rehearsal.md)",
                             sim_help="rehearsal only: a worker simulator knob, e.g. SIM_TPOT_MS=20 or "
-                                     "SIM_WRONG_ANSWERS=1 (bundle/simulator/knobs.py lists them); repeatable")
+                                     "SIM_WRONG_ANSWERS=1 (bundle/rehearsal/simulator/knobs.py lists them); repeatable")
     parser.add_argument("--timeout", metavar="DURATION",
                         help="readiness limit, e.g. 45m (default: lifecycle.launch_timeout)")
     parser.add_argument("--monitoring", action="store_true",
                         help="also start Prometheus (alerts) and Grafana (dashboards), and on a GPU host NVIDIA's "
                              "DCGM exporter: the compose profile `monitoring` (docs/monitoring.md)")
     parser.add_argument("--target", choices=targets.LAUNCHABLE, default=targets.DEFAULT,
-                        help="compose (default): this host; slurm: one sbatch job (with --rehearsal: on a real "
-                             "Slurm cluster of containers made here, docs/slurm.md)")
+                        help="; ".join(f"{name}{' (default)' if name == targets.DEFAULT else ''}: "
+                                       f"{targets.get(name).launch_help}" for name in targets.LAUNCHABLE))
     parser.add_argument("--no-recreate", action="store_true",
                         help="on a project that is up: only start what is stopped or missing, never recreate a "
                              "container whose configuration changed (as `docker compose up --no-recreate`)")

@@ -21,10 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle.commands._target import one_running
+    from bundle.commands._common import find_request
+    from bundle.service.finding import one_running
     from bundle.service.logs import LogsRequest, logs
 
-    target = one_running(args.topology, args.config, verb="show the logs of").launched(config=False)
+    target = one_running(find_request(args), verb="show the logs of").launched(config=False)
     batches = logs(LogsRequest(target, args.service, tail=args.tail, follow=args.follow))
     # Raw lines on stdout, not a console: a log is piped and grepped as the servers wrote it.
     for batch in batches:

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _checkpoint_argument(parser: argparse.ArgumentParser) -> None:
-    from bundle.images.model import CHECKPOINT_TABLES, DEFAULT_CHECKPOINT
+    from bundle.service.model import CHECKPOINT_TABLES, DEFAULT_CHECKPOINT
 
     parser.add_argument("--checkpoint", choices=sorted(CHECKPOINT_TABLES), default=DEFAULT_CHECKPOINT,
                         help="original: DeepSeek-V4-Flash ([model], the default); 0731: DeepSeek-V4-Flash-0731 "
@@ -49,8 +49,8 @@ def _checkpoint_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle.images.model import DEFAULT_CHECKPOINT
     from bundle.service import model as service
+    from bundle.service.model import DEFAULT_CHECKPOINT
 
     # check has no --checkpoint (the folder names its own), pin no --path, no -c and no --sha256.
     request = service.ModelRequest(checkpoint=getattr(args, "checkpoint", None) or DEFAULT_CHECKPOINT,

@@ -10,11 +10,9 @@ import sys
 import yaml
 
 from bundle.commands._common import add_config_argument, add_rehearsal_argument, add_topology_argument, resolve_rehearsal
-from bundle.errors import UsageError
 from bundle.rehearsal import registry as rehearsal
 from bundle.targets import registry as targets
-from bundle.service.prepare import prepare
-from bundle.service.render import render_target, resolve_compose, write_folder
+from bundle.service.render import RenderRequest, render_compose, render_for, resolve_compose, write_requested
 
 HELP = ("write runs/<project>/bundle.env and print the configuration exactly as docker compose resolves it; "
         f"--target {'|'.join(n for n in targets.NAMES if n != targets.DEFAULT)} writes the topology for "
@@ -33,31 +31,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="the folder to write to, for a target other than compose (a new render there "
                              "replaces the files an earlier one wrote)")
-    parser.add_argument("--kubectl-dry-run", action="store_true",
-                        help="--target k8s: also run `kubectl apply --dry-run=client` on them (needs a "
-                             "kubectl whose context reaches a cluster: client dry-run asks the API server "
-                             "what kinds exist)")
+    checked = [t for t in targets.TARGETS.values() if t.dry_run]
+    if checked:  # the flag of the targets whose written folder an outside tool checks
+        parser.add_argument("--kubectl-dry-run", action="store_true",
+                            help="; ".join(f"--target {t.name}: {t.dry_run_help}" for t in checked))
 
 
 def run(args: argparse.Namespace) -> int:
     target = targets.get(args.target)
-    if args.rehearsal and not target.rehearsal:
-        raise UsageError(f"--rehearsal is a compose overlay; the {target.name} render has none",
-                         hint=f"leave out --rehearsal with --target {target.name}")
+    request = RenderRequest(args.topology, target, config=args.config,
+                            # The rehearsal's image tag and model folder only: render never builds
+                            # (launch --rehearsal does).
+                            rehearsal=resolve_rehearsal(args), output=args.output,
+                            dry_run=getattr(args, "kubectl_dry_run", False))
     if target.writes_folder:
-        return _run_into_folder(args, target)
-    return _run_compose(args)
+        return _run_into_folder(request)
+    return _run_compose(request, args.format)
 
 
-def _run_compose(args: argparse.Namespace) -> int:
+def _run_compose(request: RenderRequest, form: str) -> int:
     import json
 
-    # The rehearsal's image tag and model folder only: render never builds (launch --rehearsal does).
-    prepared = prepare(args.topology, config=args.config, rehearsal=resolve_rehearsal(args))
+    prepared = render_compose(request)
     for warning in prepared.findings.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     made = resolve_compose(prepared.rendered)
-    if args.format == "json":
+    if form == "json":
         print(json.dumps(made.resolved, indent=2))
     else:
         print(yaml.safe_dump(made.resolved, sort_keys=False, width=120), end="")
@@ -65,20 +64,13 @@ def _run_compose(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_into_folder(args: argparse.Namespace, target: targets.Target) -> int:
-    if not args.output:
-        raise UsageError(f"--target {target.name} needs -o DIR, the folder to write to",
-                         hint=f"bundle render --target {target.name} {args.topology} "
-                              f"-o {target.name}/{args.topology}")
-    # The compose render and its rules: the same command lines. A target that takes --rehearsal renders
-    # the rehearsal's variant from the rehearsal's compose render.
-    mode = resolve_rehearsal(args) if target.rehearsal else None
-    made = render_target(target.renderer, target.rules, args.topology, config=args.config, rehearsal=mode)
+def _run_into_folder(request: RenderRequest) -> int:
+    made = render_for(request)
     for warning in made.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    folder = write_folder(made, args.output, dry_run=target.dry_run if args.kubectl_dry_run else None)
+    folder = write_requested(request, made)
     for path in folder.written:
         print(path)
     print(f"# {len(folder.written)} {made.output.summary()}; {folder.checked}\n"
-          f"# {made.output.how_to_run(args.output)}", file=sys.stderr)
+          f"# {made.output.how_to_run(request.output)}", file=sys.stderr)
     return 0

@@ -21,35 +21,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle.commands._target import one_running
+    from bundle.commands._common import find_request
     from bundle.errors import Failed
-    from bundle.service.smoke import run_smoke
-    from bundle.stack import runstate
-    from bundle.stack.frontdoor import front_door
-    from bundle.verify import tables
     from bundle.reporter import report_console
-    from bundle import topology as registry
-    from bundle.verify.smoke import compare_answers, last_comparable_report
+    from bundle.service.finding import one_running
+    from bundle.service.smoke import SmokeRequest, smoke_launched
+    from bundle.verify import tables
 
-    target = one_running(args.topology, args.config, verb="smoke-test")
-    dep, topology = target.dep, target.topology
+    request = SmokeRequest(one_running(find_request(args), verb="smoke-test").launched())
+    topology = request.target.topology
     console = report_console(stderr=args.json)
-    with console.status(f"smoke-testing {topology.name} at {front_door(dep, topology).url} ..."):
-        smoked = run_smoke(dep, topology, target.launch, target.stack())
-    result, front = smoked.result, smoked.front
-    # Greedy answers must not depend on the topology: hold them against the last report of another.
-    others = [runstate.project_dir(dep.project_name(t.name)) for t in registry.TOPOLOGIES.values() if t != topology]
-    earlier, earlier_path = last_comparable_report(others, smoked.identity)
-    compare_answers(result, earlier, where=earlier_path or "")
-    data = result.to_dict() | smoked.identity
-    path = smoked.write(target.project)
+    with console.status(f"smoke-testing {topology.name} at {request.front.url} ..."):
+        reported = smoke_launched(request)
+    result, front, path = reported.smoked.result, reported.smoked.front, reported.path
     if args.json:
-        print(front.redact(json.dumps(data, indent=2)))
+        print(front.redact(json.dumps(reported.data, indent=2)))
     else:
-        console.print(tables.smoke_table(data))
+        console.print(tables.smoke_table(reported.data))
         console.print(f"report: {path}")
     if not result.ok:
-        reasons = smoked.reasons
-        raise Failed(f"smoke test of {topology.name} failed: {reasons}",
+        raise Failed(f"smoke test of {topology.name} failed: {reported.smoked.reasons}",
                      hint=f"report: {path}; `bundle logs {topology.name}` for the servers' side")
     return 0

@@ -19,11 +19,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle.commands._target import candidates
+    from bundle.commands._common import find_request
+    from bundle.service.finding import candidates
     from bundle.service.status import StatusRequest, status
     from bundle.targets import registry as targets
 
-    found = candidates(args.topology, args.config)
+    found = candidates(find_request(args))
     shown = [t for t in found if t.up] or ([t for t in found] if args.topology else [])
     reports = []
     for t in shown:
@@ -63,7 +64,7 @@ def _print(reports) -> None:
             table.add_row(c.service, c.state, c.health or "-", str(c.restarts), published or "-",
                           processes, problem)
         console.print(table)
-        if one.target_view:  # what the target adds: the Slurm job's queue and the roles it lost
+        if one.target_view:  # what the target adds (Target.status): a job's queue and the roles it lost
             job = one.target_view
             console.print(job.get("queue") or job.get("error", ""), markup=False)
             for role, why in (job.get("lost") or {}).items():

@@ -23,11 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bundle.commands._target import one_running
+    from bundle.commands._common import find_request
+    from bundle.service.finding import one_running
     from bundle.service.top import TopRequest, check_interval, readings
 
     check_interval(args.interval)  # before any project is looked for
-    target = one_running(args.topology, args.config, verb="top").launched()
+    target = one_running(find_request(args), verb="top").launched()
     for reading in readings(TopRequest(target, args.interval)):
         if args.json:
             print(json.dumps([r.as_dict() for r in reading.rows], indent=2))

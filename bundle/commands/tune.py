@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_rehearsal_arguments(parser,
                             rehearsal_help="simulated workers behind the real router, no GPU (speeds are SIMULATED)",
                             sim_help="rehearsal only: a worker simulator knob for every candidate, e.g. "
-                                     "SIM_SPEED_RULES=speculative_algorithm=EAGLE:tpot*0.5 (bundle/simulator/speed.py)")
+                                     "SIM_SPEED_RULES=speculative_algorithm=EAGLE:tpot*0.5 (bundle/rehearsal/simulator/speed.py)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="where the winner goes (default: bundle.tuned.yaml beside the config, else here)")
     parser.add_argument("--dry-run", action="store_true",

@@ -21,12 +21,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from bundle.commands._target import one_running
-    from bundle.findings import Level
-    from bundle.service.verify import verify
+    from bundle.commands._common import find_request
+    from bundle.service.finding import one_running
+    from bundle.service.verify import VerifyRequest, notable, verify
 
-    target = one_running(args.topology, args.config, verb="verify")
-    verified = verify(target.project, target.containers)
+    target = one_running(find_request(args), verb="verify")
+    verified = verify(VerifyRequest(target.project, target.containers))
     if args.json:
         print(json.dumps(verified.as_dict(), indent=2))
         return 1 if verified.failed else 0
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     for col in ("container", "status", "what was found"):
         table.add_column(col, overflow="fold")
     for v in verified.reports:
-        shown = [f for f in v.findings if f.level != Level.OK]
+        shown = notable(v)
         table.add_row(v.container, v.level.value, shown[0].what if shown else f"{v.image}: as the lock says")
         for f in shown[1:8]:
             table.add_row("", f.level.value, f.what)

@@ -13,25 +13,54 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from bundle.config import assembly, schema_check
 from bundle.config.model import Deployment, build
-from bundle.config import schema_check
 from bundle.config.source import DEFAULTS_NAME, Source, parse_yaml, read_yaml
 from bundle.errors import ConfigError, UsageError
 
 HERE = Path(__file__).resolve().parent
-SCHEMA_PATH = HERE / "bundle.schema.json"
+SCHEMA_PATH = HERE / "bundle.schema.json"  # the core's keys; each wing's section comes from its package
 DEFAULTS_PATH = HERE / "defaults.yaml"
 DEFAULT_CONFIG_NAMES = ("bundle.yaml", "bundle.yml")
 
+# The sections the wings bring (assembly.WingSection), handed down by the entry point that knows the
+# registries: the config stands below the wings and never imports them (tests/test_import_graph.py).
+_wings: tuple[assembly.WingSection, ...] | None = None
+
+
+def install_sections(wings) -> None:
+    """Use these wings' sections (bundle/targets/sections.py's SECTIONS) from now on. Called once by each
+    entry point: bundle/cli.py, the test suite's conftest, docsgen."""
+    global _wings
+    if _wings == tuple(wings):  # the same again (main() called twice in one process): keep what is built
+        return
+    _wings = tuple(wings)
+    _schema.cache_clear()
+    _defaults_source.cache_clear()
+
+
+def _sections() -> tuple[assembly.WingSection, ...]:
+    if _wings is None:  # a programming error of a new entry point, not a user's: say what it forgot
+        raise RuntimeError("the wings' config sections were never installed: call bundle.config.loader."
+                           "install_sections(bundle.targets.sections.SECTIONS) first, as bundle/cli.py does")
+    return _wings
+
+
+def schema() -> dict:
+    """bundle.yaml's whole schema: the core's and every installed wing's section (config/assembly.py). A
+    copy: a caller may change its own."""
+    return copy.deepcopy(_schema())
+
 
 @lru_cache(maxsize=1)
-def schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+def _schema() -> dict:
+    return assembly.schema(json.loads(SCHEMA_PATH.read_text()), _sections())
 
 
 @lru_cache(maxsize=1)
 def _defaults_source() -> Source:
-    return parse_yaml(DEFAULTS_PATH.read_text(), DEFAULTS_NAME)
+    """The embedded defaults: the core's and every installed wing's."""
+    return assembly.defaults(parse_yaml(DEFAULTS_PATH.read_text(), DEFAULTS_NAME), _sections())
 
 
 def defaults_data() -> dict:
@@ -90,4 +119,4 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 def schema_problems(data: dict, source: Source) -> list[str]:
     """Every schema violation in `data`, one line each: 'file:line: key.path: what is wrong; allowed'."""
-    return schema_check.problems(data, schema(), source)
+    return schema_check.problems(data, _schema(), source)

@@ -200,90 +200,6 @@ class Bench:
 
 
 @dataclass(frozen=True)
-class K8sRole:
-    """Copies and nodes of one server role on Kubernetes: kubernetes.<the server's config_key>."""
-
-    key_path: tuple[str, ...]  # where it lives in bundle.yaml, for messages
-    replicas: int  # LeaderWorkerSet replicas
-    nodes: int  # LeaderWorkerSet size: pods per copy, tp_size split evenly over them
-
-
-@dataclass(frozen=True)
-class ModelStorage:
-    type: str  # hostPath | pvc
-    host_path: str  # model.path unless kubernetes.model_storage.host_path says otherwise
-    claim_name: str | None
-
-
-@dataclass(frozen=True)
-class JitCache:
-    type: str  # hostPath | pvc | emptyDir
-    host_path_root: str
-    storage_class: str | None
-    size: str
-
-
-@dataclass(frozen=True)
-class Rdma:
-    resource: str | None
-    count: int
-    devices: tuple[str, ...]  # mlx5_0:1, ... -> UCX_NET_DEVICES
-
-
-@dataclass(frozen=True)
-class Placement:
-    topology_key: str | None  # a node label naming a domain; None: no placement policy
-    exclusive: str  # slice | topology
-
-
-@dataclass(frozen=True)
-class DisaggregatedForm:
-    """kubernetes.<a disaggregated topology's section>: the form its servers take (form, slices,
-    placement, rollout, external_scaling)."""
-
-    key_path: tuple[str, ...]
-    form: str  # DisaggregatedSet | LeaderWorkerSets
-    slices: int
-    placement: Placement
-    max_surge: int | str  # a count or a percentage ("25%"), as LWS's intstr takes them
-    max_unavailable: int | str
-    external_scaling: tuple[str, ...]  # server roles (prefill, decode) scaled by an autoscaler
-
-    @property
-    def one_set(self) -> bool:
-        return self.form == "DisaggregatedSet"
-
-
-@dataclass(frozen=True)
-class Kubernetes:
-    """bundle.yaml's `kubernetes:` section: what `bundle render --target k8s` adds to the topologies."""
-
-    namespace: str
-    image_pull_policy: str
-    image_pull_secret: str | None
-    gpu_resource: str
-    node_selector: Mapping[str, str]
-    discovery: str  # selector | dns
-    front_service_type: str
-    router_replicas: int
-    api_key_secret: str | None  # resolved: <project>-api-key when api_key_file is set and this is null
-    shm_size: str
-    host_ipc: bool
-    dist_init_port: int
-    model_storage: ModelStorage
-    jit_cache: JitCache
-    rdma: Rdma
-    roles: Mapping[tuple[str, ...], K8sRole]  # a server's config_key (("pd", "decode")) -> its pods
-    forms: Mapping[str, DisaggregatedForm]  # a disaggregated topology's config_section -> its form
-
-    def role(self, config_key: tuple[str, ...]) -> K8sRole:
-        return self.roles[tuple(config_key)]
-
-    def form(self, config_section: str) -> DisaggregatedForm:
-        return self.forms[config_section]
-
-
-@dataclass(frozen=True)
 class Role:
     """One SGLang server of a topology: its service, host GPUs, TP size, extra flags and environment."""
 
@@ -318,10 +234,9 @@ class Deployment:
     lifecycle: Lifecycle
     smoke: Smoke
     bench: Bench
-    kubernetes: Kubernetes
     monitoring: Monitoring
-    # The sections a wing owns (a render target's: `slurm:`), as the schema checked them and the defaults
-    # filled them; the wing gives its own a type (bundle/targets/slurm/config.py), the core never does.
+    # The sections a wing owns (bundle/targets/sections.py), as the schema checked them and the defaults
+    # filled them; the wing gives its own a type (its package's config.py), the core never does.
     wing_sections: Mapping[str, Mapping] = field(repr=False, default_factory=lambda: MappingProxyType({}))
 
     @property
@@ -381,7 +296,7 @@ class Deployment:
 # The top-level keys of bundle.yaml the core types itself; every other section belongs to a wing and is
 # kept whole for it (the schema still declares and checks it, so its settings are checked before any wing runs).
 _CORE_KEYS = ("project", "model", "image", "network", "api_key_file", "levers", "health", "lifecycle", "smoke",
-              "bench", "kubernetes", "monitoring")
+              "bench", "monitoring")
 
 
 def _core_keys() -> set[str]:
@@ -417,7 +332,6 @@ def build(source: Source, merged: dict) -> Deployment:
                     dataset_path=bench.get("dataset_path"),
                     baseline=Baseline(base.get("label"), base.get("output_throughput"), base.get("tpot_ms"),
                                       base.get("ttft_ms")) if base else None),
-        kubernetes=_kubernetes(merged),
         monitoring=Monitoring(**merged["monitoring"]),
         wing_sections=MappingProxyType({name: MappingProxyType(value) for name, value in merged.items()
                                         if name not in _core_keys() and isinstance(value, dict)}),
@@ -438,47 +352,6 @@ def _section(topology: Topology, data: dict) -> Section:
                          extra_args=_strings(data["extra_args"]), env=_frozen_env(data["env"]),
                          router=RouterSection.of(key + ("router",), data["router"]))
     return ServerSection.of(key, data)
-
-
-def _kubernetes(merged: dict) -> Kubernetes:
-    k8s = merged["kubernetes"]
-    storage, cache, rdma = k8s["model_storage"], k8s["jit_cache"], k8s["rdma"]
-    secret = k8s["api_key_secret"]
-    if secret is None and merged.get("api_key_file"):
-        secret = f"{merged['project']}-api-key"
-    roles = {}
-    for topology in registry.TOPOLOGIES.values():
-        for service in topology.servers:
-            # kubernetes.<config_key>: the pods of that server (a replicated topology's copies default
-            # to its own replica count; a lone server has one copy).
-            node = k8s
-            for part in service.config_key:
-                node = node[part]
-            default = merged[topology.config_section]["replicas"] if topology.replicated else 1
-            roles[service.config_key] = K8sRole(("kubernetes", *service.config_key),
-                                                node.get("replicas") or default, node["nodes"])
-    forms = {}
-    for topology in registry.TOPOLOGIES.values():
-        if topology.disaggregated and topology.config_section not in forms:
-            node = k8s[topology.config_section]
-            placement, rollout = node["placement"], node["rollout"]
-            forms[topology.config_section] = DisaggregatedForm(
-                ("kubernetes", topology.config_section), node["form"], node["slices"],
-                Placement(placement["topology_key"], placement["exclusive"]),
-                rollout["max_surge"], rollout["max_unavailable"], tuple(node["external_scaling"]))
-    return Kubernetes(
-        namespace=k8s["namespace"], image_pull_policy=k8s["image_pull_policy"],
-        image_pull_secret=k8s["image_pull_secret"], gpu_resource=k8s["gpu_resource"],
-        node_selector=MappingProxyType(dict(k8s["node_selector"])), discovery=k8s["discovery"],
-        front_service_type=k8s["front_service_type"], router_replicas=k8s["router_replicas"],
-        api_key_secret=secret, shm_size=k8s["shm_size"], host_ipc=k8s["host_ipc"],
-        dist_init_port=k8s["dist_init_port"],
-        model_storage=ModelStorage(storage["type"], storage["host_path"] or merged["model"]["path"],
-                                   storage["claim_name"]),
-        jit_cache=JitCache(cache["type"], cache["host_path_root"], cache["storage_class"], cache["size"]),
-        rdma=Rdma(rdma["resource"], rdma["count"], tuple(rdma["devices"])),
-        roles=MappingProxyType(roles), forms=MappingProxyType(forms),
-    )
 
 
 def _resolved_key_file(source: Source, path: str | None) -> str | None:

@@ -1,5 +1,5 @@
 """The Grafana dashboard, as code (grafana-foundation-sdk): one source for the JSON Grafana
-provisions (compose's monitoring profile) and the ConfigMap Kubernetes gets. Never edit the JSON:
+provisions (compose's monitoring profile) and the ConfigMap a cluster target gets. Never edit the JSON:
 it says so in its description, and `bundle render` writes it again.
 
 Every query names metrics the pinned SGLang or smg emits, or DCGM exporter's default counters

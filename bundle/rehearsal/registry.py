@@ -35,7 +35,7 @@ def env_values(mode: Mode, knobs=None) -> dict[str, str]:
     """What `mode` adds to the rendered env: the rehearsal image's tag and the model folder (both known
     before anything is built, from hashes of their inputs), health waits, the simulator's knobs."""
     # Imported here: naming the image reads its inputs only, and must not load the Docker client.
-    from bundle.images import rehearsal as rehearsal_image
+    from bundle.rehearsal.shared import image as rehearsal_image
 
     return mode.env(rehearsal_image.image_tag(), dict(knobs or {}))
 
@@ -43,7 +43,7 @@ def env_values(mode: Mode, knobs=None) -> dict[str, str]:
 def ensure_artifacts(mode: Mode, *, report) -> str:
     """The rehearsal image built if its inputs changed (every mode runs in it), and the model `mode` needs
     made if missing; returns the image's tag."""
-    from bundle.images import rehearsal as rehearsal_image
+    from bundle.rehearsal.shared import image as rehearsal_image
 
     tag = rehearsal_image.ensure_image(report=report)
     if mode.ensure_model is not None:

@@ -8,7 +8,7 @@ prepare.py       the one path from bundle.yaml to a checked render (load -> rend
                  rehearsal's additions to the env computed in one place
 render.py        a render target's checked output; compose's render resolved by compose; a folder written
 launch.py        LaunchRequest -> the stack up, ready, attested (reconciles one that is up); the compose
-                 target's launcher (the Slurm one is its wing's: bundle/targets/slurm/launch.py)
+                 target's launcher (another target's launcher is its wing's own)
 smoke.py         the smoke test of a launched topology, its identity and its report
 bench.py         BenchRequest -> bench_serving's levels or a soak against a launched topology, the gate
 audit.py         AuditRequest -> the image checked from inside, its report saved

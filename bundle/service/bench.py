@@ -219,3 +219,13 @@ def soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, sta
 
 def _levels(concurrency: tuple[int, ...] | None) -> list[int] | None:
     return list(concurrency) if concurrency else None
+
+
+def redacted(dep: Deployment, topology: Topology, text: str) -> str:
+    """`text` with the front door's API key taken out (the verb prints the record as JSON)."""
+    return front_door(dep, topology).redact(text)
+
+
+def verdict_lines(result: dict) -> list[str]:
+    """The bench's verdict against the machine's limit, as lines for the verb to print."""
+    return list(limits.verdict_lines(result))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from bundle.errors import EnvironmentProblem
 from bundle.images import build as images
+from bundle.images.build import LAYER_NAMES  # noqa: F401  (the layers, for `bundle build --help`)
 from bundle.lock import load_lock
 from bundle.reporter import Reporter
 from bundle.stack import engine

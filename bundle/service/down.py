@@ -46,3 +46,11 @@ def down(request: DownRequest) -> Downed:
         left += sorted(own & set(volumes))
     alone = sorted(set(volumes) - own) if volumes_removed else []
     return Downed(target.project, len(target.containers), volumes_removed, tuple(left), tuple(alone))
+
+
+def require_docker() -> None:
+    """The engine and compose answer (down looks the launched projects up through them): a clear error otherwise."""
+    from bundle.stack import engine
+
+    engine.require_engine()
+    engine.require_compose()

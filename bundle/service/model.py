@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bundle.errors import InputError
 from bundle.images import model
+from bundle.images.model import CHECKPOINT_TABLES, DEFAULT_CHECKPOINT  # noqa: F401  (the checkpoints, for the verb)
 from bundle.lock import Lock, load_lock
 from bundle.rules import checkpoint
 from bundle.service.prepare import load

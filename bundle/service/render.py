@@ -1,5 +1,5 @@
 """One pipeline from bundle.yaml to a render target's checked output, used by `bundle render --target`
-and by the launches that submit what they render (the Slurm launch): the compose render and its rules
+and by the launches that submit what they render (a target wing's launcher): the compose render and its rules
 (service.prepare), the target's own rules on the settings only it reads, its render, and its problems()
 on what was rendered (schemas, parsers). render_target() writes nothing: the caller writes the output where
 it goes (a folder, the rehearsal cluster's shared file system).
@@ -14,12 +14,57 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundle.api import Renderer, TargetRules
+from bundle.api import Renderer, Target, TargetRules
 from bundle.config.model import Deployment
-from bundle.errors import ConfigError, Failed
+from bundle.errors import ConfigError, Failed, UsageError
 from bundle.render.compose import Rendered
 from bundle.service.prepare import Prepared, prepare
 from bundle.api import Mode
+
+
+@dataclass(frozen=True)
+class RenderRequest:
+    """`bundle render`: one topology for one target (an entry of bundle/targets/registry.py)."""
+
+    topology: str  # a registry name
+    target: Target
+    config: str | None = None  # bundle.yaml's path; None: $BUNDLE_CONFIG, ./bundle.yaml or the defaults
+    rehearsal: Mode | None = None  # a rehearsal mode, for a target that takes one
+    output: str | None = None  # -o DIR: where a target that writes a folder writes it
+    dry_run: bool = False  # also the target's outside check of the written folder (Target.dry_run)
+
+    def refusals(self) -> None:
+        """A usage error for what this target cannot do, before anything is rendered."""
+        target = self.target
+        if self.rehearsal and not target.rehearsal:
+            raise UsageError(f"--rehearsal is a compose overlay; the {target.name} render has none",
+                             hint=f"leave out --rehearsal with --target {target.name}")
+        if self.dry_run and not target.dry_run:
+            raise UsageError(f"--kubectl-dry-run runs an outside tool on written manifests; the {target.name} "
+                             f"render offers no such check", hint="leave out --kubectl-dry-run, or render with a "
+                                                                  "--target that offers it (`bundle render --help`)")
+        if target.writes_folder and not self.output:
+            raise UsageError(f"--target {target.name} needs -o DIR, the folder to write to",
+                             hint=f"bundle render --target {target.name} {self.topology} "
+                                  f"-o {target.name}/{self.topology}")
+
+
+def render_compose(request: RenderRequest) -> Prepared:
+    """The compose render and its rules (nothing written: resolve_compose() writes the env file)."""
+    request.refusals()
+    return prepare(request.topology, config=request.config, rehearsal=request.rehearsal)
+
+
+def render_for(request: RenderRequest) -> TargetRender:
+    """A folder target's output (nothing written: write_folder() writes it)."""
+    request.refusals()
+    return render_target(request.target.renderer, request.target.rules, request.topology, config=request.config,
+                         rehearsal=request.rehearsal if request.target.rehearsal else None)
+
+
+def write_requested(request: RenderRequest, made: TargetRender) -> FolderWritten:
+    """write_folder() into the request's -o DIR, with the target's dry run when it asked for one."""
+    return write_folder(made, request.output, dry_run=request.target.dry_run if request.dry_run else None)
 
 
 @dataclass(frozen=True)
@@ -65,7 +110,7 @@ class ComposeResolved:
 
 def resolve_compose(rendered: Rendered) -> ComposeResolved:
     """Write the env file and ask compose for its resolved configuration (the engine is not needed)."""
-    # Imported here: the Docker client is slow to import, and render --target k8s never needs it.
+    # Imported here: the Docker client is slow to import, and a folder target's render never needs it.
     from bundle.stack import docker, engine
 
     rendered.write()
@@ -82,7 +127,7 @@ class FolderWritten:
 def write_folder(made: TargetRender, folder: str, *,
                  dry_run: Callable[[Path], tuple[bool | None, str]] | None = None) -> FolderWritten:
     """A target's render written into `folder` (as the user wrote it: messages name it so); with the
-    target's `dry_run` (Kubernetes: `kubectl apply --dry-run=client`), also that on it (a refusal is a
+    target's `dry_run` (an outside tool's check of the folder), also that on it (a refusal is a
     Failed)."""
     written = made.output.write(Path(folder))
     checked = made.checked

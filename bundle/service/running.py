@@ -1,5 +1,5 @@
 """The launched project a running verb acts on (status, logs, top, down), as one typed value: the command
-line finds it (bundle/commands/_target.py: the launch records, the target registry, asking only when
+line's service finds it (bundle/service/finding.py: the launch records, the target registry, asking only when
 that is ambiguous) and hands it to the verb's service, which never sees the command line."""
 
 from __future__ import annotations

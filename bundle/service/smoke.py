@@ -1,12 +1,15 @@
 """The smoke test of a launched topology, as `bundle smoke` and `bundle tune` run it: the front door,
 the servers behind the router read from inside their containers, the configured checks; and the
-identity its report carries (what ran, so answers can be compared across topologies)."""
+identity its report carries (what ran, so answers can be compared across topologies). `bundle smoke` takes
+a SmokeRequest (smoke_launched): the smoke, its greedy answers held against the last comparable report of
+another topology, the report written."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundle import topology as registry
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
 from bundle.stack import runstate
@@ -14,8 +17,9 @@ from bundle.stack.frontdoor import FrontDoor, front_door
 from bundle.stack.workers import ComposeWorkers
 from bundle.topology import Topology
 from bundle.verify import runstore
-from bundle.verify.smoke import SmokeReport, smoke
+from bundle.verify.smoke import SmokeReport, compare_answers, last_comparable_report, smoke
 from bundle.api import StackView
+from bundle.service.running import Launched
 
 
 @dataclass(frozen=True)
@@ -49,3 +53,36 @@ def run_smoke(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
                 "lock_hash": record.env.get("BUNDLE_LOCK_HASH"), "image": record.env.get("BUNDLE_IMAGE"),
                 "max_tokens": dep.smoke.max_tokens}
     return Smoked(result, front, identity)
+
+
+@dataclass(frozen=True)
+class SmokeRequest:
+    target: Launched  # the launched project that is up (bundle/service/finding.py found it)
+
+    @property
+    def front(self) -> FrontDoor:
+        """Where the smoke knocks (the verb names it while the smoke runs)."""
+        return front_door(self.target.dep, self.target.topology)
+
+
+@dataclass(frozen=True)
+class SmokeReported:
+    smoked: Smoked
+    path: Path  # the report written, runs/<project>/<time>-smoke/smoke.json
+
+    @property
+    def data(self) -> dict:
+        return self.smoked.result.to_dict() | self.smoked.identity
+
+
+def smoke_launched(request: SmokeRequest) -> SmokeReported:
+    """`bundle smoke`: the smoke of the launched project; greedy answers must not depend on the topology,
+    so they are held against the last comparable report of another topology of the same deployment (a
+    difference is a failed step); the report written either way."""
+    target = request.target
+    dep, topology = target.dep, target.topology
+    smoked = run_smoke(dep, topology, target.record, target.stack)
+    others = [runstate.project_dir(dep.project_name(t.name)) for t in registry.TOPOLOGIES.values() if t != topology]
+    earlier, earlier_path = last_comparable_report(others, smoked.identity)
+    compare_answers(smoked.result, earlier, where=earlier_path or "")
+    return SmokeReported(smoked, smoked.write(target.project))

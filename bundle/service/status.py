@@ -1,7 +1,7 @@
 """StatusRequest -> what runs of one launched project: each container's state, health, restarts, ports,
 processes and problem (paused, hung, not answering), whether the front door really serves (a one-token
 generation, not only its readiness path), the KV path's evidence when a disaggregated front door answers
-server errors, and what its target adds (e.g. the Slurm job)."""
+server errors, and what its target adds (Target.status: a batch job's queue, say)."""
 
 from __future__ import annotations
 
@@ -146,6 +146,6 @@ def status(request: StatusRequest) -> Status:
                                           s.ports, problem, processes))
     mode = rehearsal.from_record(record.rehearsal if record else None)
     adds = record is not None and request.target_status is not None
-    view = request.target_status(target.project) if adds else None  # e.g. the Slurm job: squeue, sinfo
+    view = request.target_status(target.project) if adds else None  # the target's own view (Target.status)
     return Status(target.topology.name, target.project, rehearsal.name_of(mode), containers, door,
                   request.target_name if adds else None, view)

@@ -14,6 +14,12 @@ from bundle.lock import load_lock
 
 
 @dataclass(frozen=True)
+class VerifyRequest:
+    project: str
+    containers: Sequence[str]  # its containers now (bundle/service/finding.py found them)
+
+
+@dataclass(frozen=True)
 class Verified:
     project: str
     lock_hash: str
@@ -28,7 +34,13 @@ class Verified:
                 "containers": [v.as_dict() for v in self.reports]}
 
 
-def verify(project: str, containers: Sequence[str]) -> Verified:
-    """Each container of `project` against this checkout's lock."""
+def verify(request: VerifyRequest) -> Verified:
+    """Each container of the project against this checkout's lock."""
     lock = load_lock()
-    return Verified(project, lock.hash, [verify_container(name, lock, paths.project_root()) for name in containers])
+    return Verified(request.project, lock.hash,
+                    [verify_container(name, lock, paths.project_root()) for name in request.containers])
+
+
+def notable(report: ContainerReport) -> list:
+    """A container's findings worth showing: those that are not OK."""
+    return [f for f in report.findings if f.level is not Level.OK]

@@ -32,8 +32,8 @@ from bundle.api import StackView, Target
 from bundle.errors import UsageError
 from bundle.stack.runstate import LaunchRecord
 from bundle.targets import compose
-from bundle.targets import k8s
-from bundle.targets import slurm
+from bundle.targets.k8s import target as k8s
+from bundle.targets.slurm import target as slurm
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     compose.TARGET,

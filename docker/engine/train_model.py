@@ -6,7 +6,7 @@ with), deterministically and offline: fixed seeds, one thread, CPU, data generat
     python train_model.py TOKENIZER_DIR OUT_DIR [--steps N]
 
 The tokenizer, chat template and bench_serving's dataset file are the worker simulator's
-(bundle/simulator/simulated_model), copied next to the weights. What it learns, in the chat format
+(bundle/rehearsal/simulator/simulated_model), copied next to the weights. What it learns, in the chat format
 SGLang applies (`<|user|> ... </s> <|assistant|>`):
 - a question about a country's capital -> the capital, then end of sequence (smoke's "Paris",
   also after a long preamble: smoke's prompt over 64 tokens);

@@ -70,7 +70,7 @@ class SharedRehearsal:
 def rehearsal_image(tmp_path_factory) -> str:
     """The simulator rehearsal image, built once when its inputs changed (minutes), else instant; the
     first test that asks for it gets the build's time (tests/conftest.py, BUILD_TIMEOUTS_S)."""
-    from bundle.images import rehearsal as rehearsal_image
+    from bundle.rehearsal.shared import image as rehearsal_image
     from bundle.stack import engine
 
     tag = rehearsal_image.image_tag()

@@ -1,7 +1,7 @@
 """The image audit's predicted choices for a dspark config: SGLang 0.5.23's own ServerArgs post-init,
 run inside the stand-in image with the platform reported as sm_120, on a 0731-like model folder (the
 shipped DeepSeek-V4-Flash config.json plus SGLang's marks of a bundled DSpark draft, block size 5).
-What SGLang resolves is what the rehearsal's simulator restates (bundle/simulator/resolve.py)."""
+What SGLang resolves is what the rehearsal's simulator restates (bundle/rehearsal/simulator/resolve.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from bundle.simulator.resolve import resolve_like_sglang
+from bundle.rehearsal.simulator.resolve import resolve_like_sglang
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.docker

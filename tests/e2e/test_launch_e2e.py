@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from bundle.render import rehearsal
+from bundle.rehearsal.shared import env as rehearsal
 from bundle.stack import docker
 from bundle.stack import runstate
 from bundle.cli import main

@@ -16,7 +16,7 @@ from bundle.cli import main
 from bundle.config.loader import load_config
 from bundle.monitoring.files import REHEARSAL_SCRAPE_INTERVAL
 from bundle.monitoring.rules import Thresholds
-from bundle.render import rehearsal as rehearsal_env
+from bundle.rehearsal.shared import env as rehearsal_env
 from bundle.durations import parse_duration
 from tests.conftest import compose_project, write_config
 from tests.e2e.host_faults import freeze, thaw

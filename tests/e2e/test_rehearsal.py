@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from bundle import topology as registry
-from bundle.render import rehearsal
+from bundle.rehearsal.shared import env as rehearsal
 from bundle.stack.docker import Stack
 from bundle.targets.registry import stack_of
 from bundle.rehearsal import registry as modes

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from bundle.verify import attest
-from bundle.render import rehearsal
+from bundle.rehearsal.shared import env as rehearsal
 from bundle.verify import runstore
 from bundle.stack import runstate
 from bundle.cli import main

@@ -19,7 +19,7 @@ import pytest
 
 from bundle.cli import main
 from bundle.errors import EXIT_INTERRUPTED
-from bundle.render.rehearsal import DEFAULT_KNOBS
+from bundle.rehearsal.shared.env import DEFAULT_KNOBS
 from bundle.stack import docker
 from tests.conftest import REPO, compose_project, write_config
 from tests.e2e.host_faults import interruptible

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bundle.errors import Failed
 from bundle.paths import docker_dir, project_root
-from bundle.render.rehearsal import simulated_model_dir
+from bundle.rehearsal.shared.env import simulated_model_dir
 from bundle.rules.checkpoint import REHEARSAL_ONLY_KEY  # noqa: F401  (the trainer writes it)
 from bundle.stack import engine
 

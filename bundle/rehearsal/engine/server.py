@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bundle.render import rehearsal
+from bundle.rehearsal.shared import env as rehearsal
 from bundle.topology import DECODE, Topology
 
 # The CPU engine: SGLang's CPU device with its plain-PyTorch attention; the overlap scheduler needs

@@ -1,4 +1,4 @@
-"""The simulator rehearsal: worker simulators (bundle/simulator/, run inside the rehearsal image) behind
+"""The simulator rehearsal: worker simulators (bundle/rehearsal/simulator/, run inside the rehearsal image) behind
 the real router; their speeds are the simulator's settings, the --sim knobs.
 
 MODE is its one entry in bundle/rehearsal/registry.py.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bundle.api import Mode
-from bundle.render import rehearsal as rehearsal_env
+from bundle.rehearsal.shared import env as rehearsal_env
 
 
 def _env(tag: str, knobs: Mapping[str, str]) -> dict[str, str]:

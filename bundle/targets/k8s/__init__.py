@@ -12,15 +12,18 @@ validation.py     kubernetes-validate, the CRDs' OpenAPI schemas, `kubectl apply
 crds.py           the LeaderWorkerSet / DisaggregatedSet CRDs pinned under schemas/
 lws_webhook.py    LeaderWorkerSet's admission webhook's defaults and checks, as the cluster applies them
 
-TARGET is its one entry in bundle/targets/registry.py.
+config.py    its section of bundle.yaml (`kubernetes:`), typed (the core keeps it untyped: Deployment.wing_section)
+config.schema.json, defaults.yaml   that section's schema and defaults, which the config loader adds to the core's
+target.py    TARGET, its entry in bundle/targets/registry.py
+
+This file declares the section (SECTION, SCHEMA, DEFAULTS) and imports nothing: the config loader reads it
+(through bundle/targets/sections.py) before any wing runs, and a package's own file is imported with any
+of its modules, so it must stay this light.
 """
 
-from bundle.api import Target
-from bundle.targets.k8s import manifests, rules, validation
-from bundle.targets.k8s.manifests import K8sRendered, for_target, render
+from pathlib import Path
 
-__all__ = ["TARGET", "K8sRendered", "for_target", "render"]
-
-TARGET = Target("k8s", "one DisaggregatedSet (pd) or LeaderWorkerSets + smg manifests, checked against the Kubernetes "
-                       "and LeaderWorkerSet schemas (one file per object in -o DIR)",
-                renderer=manifests, rules=rules, dry_run=validation.kubectl_dry_run)
+SECTION = "kubernetes"  # its key in bundle.yaml
+READ_BY = "`bundle render --target k8s`"  # who reads it, for messages and the reference
+SCHEMA = Path(__file__).with_name("config.schema.json")  # the section's JSON Schema (its own $defs)
+DEFAULTS = Path(__file__).with_name("defaults.yaml")  # `kubernetes:` and its defaults

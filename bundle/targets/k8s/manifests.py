@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from bundle.config.model import Deployment, Role
+from bundle.targets.k8s import config as k8s_config
 from bundle.config.source import format_path
 from bundle.render.compose import ROUTER_PORT, Rendered
 from bundle.render.compose_files import service_environment
@@ -93,7 +94,7 @@ class _Builder:
     def __init__(self, dep: Deployment, rendered: Rendered):
         self.dep, self.rendered, self.topology = dep, rendered, rendered.topology
         self.section = dep.section(self.topology)  # the topology's section of bundle.yaml
-        self.k8s = dep.kubernetes
+        self.k8s = k8s_config.of(dep)
         self.base = dep.project_name(self.topology.name)
         # pd as one DisaggregatedSet (named base) or as LeaderWorkerSets; None: not disaggregated.
         self.form = self.k8s.form(self.topology.config_section) if self.topology.disaggregated else None

@@ -16,6 +16,7 @@ from pathlib import Path
 
 
 from bundle.config.model import Deployment
+from bundle.targets.k8s import config as k8s_config
 from bundle.durations import parse_duration
 
 MODEL_MOUNT = "/model"
@@ -53,14 +54,14 @@ def server_probes(dep: Deployment, path: str) -> dict:
 
 
 def model_volume(dep: Deployment) -> dict:
-    storage = dep.kubernetes.model_storage
+    storage = k8s_config.of(dep).model_storage
     if storage.type == "pvc":
         return {"name": "model", "persistentVolumeClaim": {"claimName": storage.claim_name, "readOnly": True}}
     return {"name": "model", "hostPath": {"path": str(Path(storage.host_path).expanduser()), "type": "Directory"}}
 
 
 def jit_cache_volume(dep: Deployment, cache_name: str) -> dict:
-    cache = dep.kubernetes.jit_cache
+    cache = k8s_config.of(dep).jit_cache
     if cache.type == "pvc":
         return {"name": "jit-cache", "persistentVolumeClaim": {"claimName": cache_name}}
     if cache.type == "emptyDir":
@@ -83,7 +84,7 @@ def api_key_mount() -> dict:
 def server_pod(dep: Deployment, *, labels: dict, annotations: dict, args: list[str], env: dict[str, str],
                image: str, gpus: int, ports: list[dict], probes: dict, api_key: bool, cache_name: str) -> dict:
     """One SGLang server pod template (a LeaderWorkerSet's leader or worker)."""
-    k8s = dep.kubernetes
+    k8s = k8s_config.of(dep)
     resources = {k8s.gpu_resource: gpus}
     if k8s.rdma.resource:
         resources[k8s.rdma.resource] = k8s.rdma.count

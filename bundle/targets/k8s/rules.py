@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from bundle.config.model import Deployment
+from bundle.targets.k8s import config as k8s_config
 from bundle.config.source import format_path
 from bundle.rules import exposure
 from bundle.targets.k8s import commands
@@ -25,7 +26,7 @@ def check(dep: Deployment, topology: Topology) -> RulesReport:
     found = RulesReport()
     error = found.errors_of(dep.source)
 
-    k8s = dep.kubernetes
+    k8s = k8s_config.of(dep)
     base = dep.project_name(topology.name)
     longest = f"{base}-{max((s.name for s in topology.services), key=len)}"
     form = k8s.form(topology.config_section) if topology.disaggregated else None

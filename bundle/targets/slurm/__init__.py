@@ -13,40 +13,17 @@ image.py     the rehearsal node image (rehearsal image + Debian's slurm-wlm and 
 cluster.py   the rehearsal cluster: its config, munge key, compose project, up and down
 stack.py     the verbs' view of a job on the rehearsal cluster (roles -> node containers)
 launch.py    `bundle launch --target slurm --rehearsal`: the job submitted, ready with one box's meaning
+config.schema.json, defaults.yaml   the section's schema and defaults, which the config loader adds to the core's
+target.py    TARGET, its entry in bundle/targets/registry.py
 
-TARGET is its one entry in bundle/targets/registry.py.
+This file declares the section (SECTION, SCHEMA, DEFAULTS) and imports nothing: the config loader reads it
+(through bundle/targets/sections.py) before any wing runs, and a package's own file is imported with any
+of its modules, so it must stay this light.
 """
 
-from __future__ import annotations
+from pathlib import Path
 
-from typing import TYPE_CHECKING
-
-from bundle.api import Target
-from bundle.targets.slurm import launch, rules, script
-from bundle.targets.slurm.cluster import project_for
-from bundle.targets.slurm.script import SlurmRendered, for_target, render
-
-if TYPE_CHECKING:
-    from bundle.targets.slurm.stack import SlurmRehearsalStack
-
-__all__ = ["TARGET", "SlurmRendered", "for_target", "render"]
-
-
-# The job's stack view is a docker.Stack: imported when a verb asks for it, so that the registry, which
-# every verb reads, does not import the Docker client (half a second) for `bundle render`.
-def _stack(record) -> SlurmRehearsalStack:
-    from bundle.targets.slurm.stack import SlurmRehearsalStack
-
-    return SlurmRehearsalStack(record.project)
-
-
-def _job_summary(project: str) -> dict | None:
-    from bundle.targets.slurm.stack import job_summary
-
-    return job_summary(project)
-
-
-TARGET = Target("slurm", "one sbatch script, a srun step per role (enroot/pyxis; with --rehearsal, the "
-                         "rehearsal cluster's native one), docs/slurm.md",
-                renderer=script, stack=_stack, rules=rules, rehearsal=True,
-                launcher=launch, project=project_for, status=_job_summary)
+SECTION = "slurm"  # its key in bundle.yaml
+READ_BY = "`bundle render|launch --target slurm`"  # who reads it, for messages and the reference
+SCHEMA = Path(__file__).with_name("config.schema.json")  # the section's JSON Schema (its own $defs)
+DEFAULTS = Path(__file__).with_name("defaults.yaml")  # `slurm:` and its defaults

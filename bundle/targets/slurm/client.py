@@ -1,15 +1,16 @@
 """Slurm's own commands (sbatch, squeue, scontrol, sinfo, scancel, sacct), run on a submit host or,
 for the rehearsal, inside its controller container (`docker exec`, through the engine's funnel,
 bundle/stack/engine.py) or through the funnel for outside commands here (bundle/run.py): the same
-commands either way. A missing command, a hang or a non-zero exit becomes one EnvironmentProblem naming
-the command and its stderr (the host's Slurm is what is lacking)."""
+commands either way, each going wrong by its kind (bundle/errors.py): a missing command is the host's lack
+(CommandMissing, exit 4), a hang a timeout (CommandTimedOut, exit 5), a non-zero exit a failed command
+(SlurmCommandFailed, exit 1), each naming the command and the tail of its stderr."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from bundle import log_lines
-from bundle.errors import CommandMissing, CommandTimedOut, EnvironmentProblem
+from bundle.errors import CommandFailed, CommandMissing, CommandTimedOut, EnvironmentProblem
 from bundle.run import Finished, run
 from bundle.stack import engine
 
@@ -22,11 +23,14 @@ def _run_here(args: list[str], *, stdin: str | None, workdir: str | None, timeou
         raise CommandMissing(f"{args[0]}: not found; run this on a Slurm submit host", command=args,
                              returncode=None) from None
     except CommandTimedOut as exc:
-        raise EnvironmentProblem(f"{' '.join(args)} gave no answer within {timeout:.0f} s") from exc
+        raise CommandTimedOut(f"{' '.join(args)} gave no answer within {timeout:.0f} s", command=args,
+                              returncode=None, output=exc.output,
+                              hint="is slurmctld answering? (`scontrol ping` on the submit host)") from None
 
 
-class SlurmCommandFailed(EnvironmentProblem):
-    """A Slurm command answered with a non-zero exit (the cluster refused or does not know)."""
+class SlurmCommandFailed(CommandFailed):
+    """A Slurm command answered with a non-zero exit (the cluster refused or does not know): a failed
+    command, not a lack of the host's."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,8 @@ class SlurmClient:
         else:
             done = _run_here(args, stdin=stdin, workdir=self.workdir, timeout=timeout)
         if not done.ok:
-            raise SlurmCommandFailed(f"{' '.join(args)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+            raise SlurmCommandFailed(f"{' '.join(args)} failed ({done.returncode}): {done.stderr.strip()[-500:]}",
+                                     command=args, returncode=done.returncode, output=done.stderr.strip()[-500:])
         return done.stdout
 
     def sbatch(self, script: str) -> str:
@@ -91,7 +96,7 @@ class SlurmClient:
         """sacct's record of the job, or None where the cluster keeps no accounting (the rehearsal)."""
         try:
             return self.run(["sacct", "-j", job_id, "-o", "JobID,JobName,State,ExitCode,NodeList", "-P"])
-        except EnvironmentProblem:
+        except (SlurmCommandFailed, EnvironmentProblem):  # refused, or no sacct installed
             return None
 
     def scancel(self, job_id: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundle.paths import compose_dir
-from bundle.render.rehearsal import engine_grantable_limits
+from bundle.rehearsal.shared.env import engine_grantable_limits
 from bundle.stack import runstate
 from bundle.topology import Topology
 

@@ -1,15 +1,18 @@
 """bundle.yaml's `slurm:` section, typed: what `bundle render|launch --target slurm` adds to a topology
 (the allocation, the containers, the nodes of each server role). Compose ignores it.
 
-The wing owns its section: the core config (bundle/config/model.py) keeps it as the schema checked it
-and the defaults filled it (Deployment.wing_section), and only this module gives it a type, so deleting
-the wing's folder leaves nothing of Slurm in the core's types."""
+The wing owns its section: its schema (config.schema.json) and defaults (defaults.yaml) sit beside this
+file, the config loader adds them to the core's, and the core keeps the merged section as the schema
+checked it (Deployment.wing_section); only this module gives it a type, so deleting the wing's folder
+leaves nothing of Slurm in the core."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Mapping
+
+from bundle.targets.slurm import SECTION
 
 if TYPE_CHECKING:
     from bundle.config.model import Deployment
@@ -41,7 +44,6 @@ class Slurm:
         return ("slurm", *config_key, "nodes")
 
 
-SECTION = "slurm"  # its key in bundle.yaml (and in bundle.schema.json)
 
 
 def of(dep: Deployment) -> Slurm:

@@ -1,6 +1,6 @@
 """The rehearsal cluster's node image: the rehearsal image plus Debian bookworm's Slurm 22.05 and
 MUNGE (docker/slurm-node.Dockerfile), built once per hash of its inputs (its parent's tag included),
-as bundle/images/rehearsal.py builds its own.
+as bundle/rehearsal/shared/image.py builds its own.
 
     python -m bundle.targets.slurm.image image      # build if missing (and the rehearsal image), print the tag
 """
@@ -23,14 +23,14 @@ def inputs() -> list[Path]:
 
 
 def image_tag(parent: str | None = None) -> str:
-    from bundle.images import rehearsal
+    from bundle.rehearsal.shared import image as rehearsal
 
     return inputs_tag(IMAGE_REPOSITORY, inputs(), parent or rehearsal.image_tag())
 
 
 def ensure_image(*, report=print) -> str:
     """The node image of the current inputs, built (with the rehearsal image under it) if missing."""
-    from bundle.images import rehearsal
+    from bundle.rehearsal.shared import image as rehearsal
 
     parent = rehearsal.ensure_image(report=report)
     tag = image_tag(parent)

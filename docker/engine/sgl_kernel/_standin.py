@@ -1,4 +1,4 @@
-"""Stand-in for sglang-kernel in the CPU engine rehearsal image ONLY (bundle/images/sgl_kernel_standin.py
+"""Stand-in for sglang-kernel in the CPU engine rehearsal image ONLY (bundle/rehearsal/engine/sgl_kernel_standin.py
 generated this file). Every name raises if called: SGLang takes its plain-PyTorch paths on CPU."""
 
 

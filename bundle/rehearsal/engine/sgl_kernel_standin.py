@@ -7,7 +7,7 @@ those imports succeed and SGLang's CPU paths (plain PyTorch, torch_native attent
 kernel fails loudly naming it instead of computing anything. Only the rehearsal image carries it
 (docker/engine/sgl_kernel, on PYTHONPATH ahead of site-packages); a GPU image never does.
 
-    python -m bundle.images.sgl_kernel_standin SGLANG_DIR OUT_DIR   # regenerate from SGLang's sources
+    python -m bundle.rehearsal.engine.sgl_kernel_standin SGLANG_DIR OUT_DIR   # regenerate from SGLang's sources
 
 The names come from an AST scan of SGLang's own `from sgl_kernel... import ...` statements, so a new
 SGLang pin that imports a name the stand-in lacks is found by tests/test_engine_standins.py.
@@ -24,7 +24,7 @@ from pathlib import Path
 PACKAGE = "sgl_kernel"
 
 _RUNTIME = '''\
-"""Stand-in for sglang-kernel in the CPU engine rehearsal image ONLY (bundle/images/sgl_kernel_standin.py
+"""Stand-in for sglang-kernel in the CPU engine rehearsal image ONLY (bundle/rehearsal/engine/sgl_kernel_standin.py
 generated this file). Every name raises if called: SGLang takes its plain-PyTorch paths on CPU."""
 
 
@@ -133,7 +133,7 @@ def write_standin(wanted: dict[str, set[str]], out_dir: Path) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m bundle.images.sgl_kernel_standin SGLANG_DIR OUT_DIR", file=sys.stderr)
+        print("usage: python -m bundle.rehearsal.engine.sgl_kernel_standin SGLANG_DIR OUT_DIR", file=sys.stderr)
         return 2
     write_standin(imported_names(Path(argv[0])), Path(argv[1]))
     return 0

@@ -29,7 +29,7 @@ from pathlib import Path
 
 DSV4_ARCH = "DeepseekV4ForCausalLM"
 # SGLang's marks of a bundled DSpark draft (dspark_config.checkpoint_bundles_dspark_draft), its draft
-# subfolder and default gamma. The rehearsal image carries bundle/simulator only, so they are restated
+# subfolder and default gamma. The rehearsal image carries bundle/rehearsal/simulator only, so they are restated
 # here; tests/test_contract_defaults.py holds them (and bundle/rules/checkpoint.py's) to the source.
 DSPARK_DRAFT_KEYS = ("dspark_block_size", "dspark_markov_rank", "dspark_noise_token_id", "dspark_target_layer_ids")
 DSPARK_SUBFOLDER = "dspark"

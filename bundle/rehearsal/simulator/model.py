@@ -15,7 +15,7 @@ class SimulatedModel:
         tok_file = tok_dir / "tokenizer.json"
         if not tok_file.is_file():
             raise SystemExit(f"worker simulator: no tokenizer.json in {tok_dir} (mount the simulated "
-                             "model folder, bundle/simulator/simulated_model, as the model path)")
+                             "model folder, bundle/rehearsal/simulator/simulated_model, as the model path)")
         self.tokenizer = Tokenizer.from_file(str(tok_file))
         config_file = self.path / "config.json"
         self.config = json.loads(config_file.read_text()) if config_file.is_file() else {}

@@ -1,6 +1,8 @@
-"""Which launched topology a verb acts on, found as `docker compose` would: from the launch records
-under runs/ (or the named config's projects), the ones with containers, asking only when that is
-ambiguous."""
+"""Which launched topology a verb acts on, found as `docker compose` would: from the launch records under
+runs/ (or the named config's projects), the ones with containers, asking only when that is ambiguous. A
+FindRequest in (the verb's topology and config, and the target registry it reads: the registry stands
+above the services, so the verb hands it down), Candidates out; a Candidate renders again, and writes the
+env file, for a project whose launch left no record of its render."""
 
 from __future__ import annotations
 
@@ -8,23 +10,33 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from bundle import topology as registry
-from bundle.service.prepare import load
+from bundle.api import TargetLookup
 from bundle.config.loader import find_config, load_config
 from bundle.config.model import Deployment
 from bundle.config.source import DEFAULTS_NAME
 from bundle.errors import EnvironmentProblem, InputError, NotFound
+from bundle.service.prepare import load
 from bundle.service.running import Launched
-from bundle.targets import registry as targets
 from bundle.stack import docker, engine, runstate
 from bundle.topology import Topology
 
 
+@dataclass(frozen=True)
+class FindRequest:
+    targets: TargetLookup  # the target registry (bundle/targets/registry.py), as the verb imported it
+    topology: str | None = None  # a registry name; None: any
+    config: str | None = None  # -c FILE; None: $BUNDLE_CONFIG, ./bundle.yaml, else every launch recorded
+
+
 @dataclass
-class Target:
+class Candidate:
+    """One project the verb could mean: its topology, its launch record and its containers now."""
+
     project: str
     topology: Topology
     record: runstate.LaunchRecord | None  # None: never launched through the driver here
     containers: tuple[str, ...]  # its containers now, running or stopped
+    targets: TargetLookup
     named_dep: Deployment | None = None  # the config named on the command line, if any
 
     @property
@@ -55,7 +67,7 @@ class Target:
                                         run_dir=runstate.project_dir(self.project))
 
     def stack(self):
-        return targets.stack_of(self.launch)
+        return self.targets.stack_of(self.launch)
 
     def launched(self, *, config: bool = True) -> Launched:
         """What the running verbs' services take: its launch, stack and (unless `config` is False: a verb
@@ -66,17 +78,17 @@ class Target:
                         self.dep if config else None)
 
 
-def candidates(topology: str | None = None, config: str | None = None) -> list[Target]:
-    """Every project the command could mean (`topology` named or not, -c `config` or not), those with
-    containers first: the named config's topologies, or (no config named) every launch recorded under
-    runs/ plus the embedded defaults'."""
-    names = [topology] if topology else list(registry.NAMES)
-    named = config is not None or find_config(None) is not None
+def candidates(request: FindRequest) -> list[Candidate]:
+    """Every project the command could mean (a topology named or not, -c or not), those with containers
+    first: the named config's topologies, or (no config named) every launch recorded under runs/ plus the
+    embedded defaults'."""
+    names = [request.topology] if request.topology else list(registry.NAMES)
+    named = request.config is not None or find_config(None) is not None
     engine.require_engine()
-    dep = load(config)
+    dep = load(request.config)
     records = {} if named else {r.project: r for r in runstate.all_records() if r.topology in names}
     for name in names:
-        for project in targets.launched_projects(dep.project_name(name)):
+        for project in request.targets.launched_projects(dep.project_name(name)):
             if project not in records:
                 try:
                     records[project] = runstate.load(project)
@@ -84,18 +96,17 @@ def candidates(topology: str | None = None, config: str | None = None) -> list[T
                     records[project] = None
     out = []
     for project, record in records.items():
-        topology = registry.get(record.topology) if record else _topology_of(dep, project, names)
+        topology = registry.get(record.topology) if record else _topology_of(request, dep, project, names)
         containers = tuple(docker.project_containers(project))
         if record is None and not containers and project != dep.project_name(topology.name):
             continue  # another target's project of this topology, never launched here: not a candidate
-        out.append(Target(project, topology, record, containers,
-                          named_dep=dep if named else None))
+        out.append(Candidate(project, topology, record, containers, request.targets,
+                             named_dep=dep if named else None))
     return sorted(out, key=lambda t: (not t.up, t.project))
 
 
-def one_running(topology: str | None = None, config: str | None = None, *, verb: str) -> Target:
-    """The one launched topology with containers; a BundleError naming the choices otherwise."""
-    found = candidates(topology, config)
+def only_running(found: list[Candidate], topology: str | None, *, verb: str) -> Candidate:
+    """The one candidate with containers; a BundleError naming the choices otherwise."""
     up = [t for t in found if t.up]
     if not up:
         names = ", ".join(t.project for t in found[:4])
@@ -110,5 +121,11 @@ def one_running(topology: str | None = None, config: str | None = None, *, verb:
     return up[0]
 
 
-def _topology_of(dep: Deployment, project: str, names: list[str]) -> Topology:
-    return next(registry.get(n) for n in names if project in targets.launched_projects(dep.project_name(n)))
+def one_running(request: FindRequest, *, verb: str) -> Candidate:
+    """The one launched topology with containers (see only_running)."""
+    return only_running(candidates(request), request.topology, verb=verb)
+
+
+def _topology_of(request: FindRequest, dep: Deployment, project: str, names: list[str]) -> Topology:
+    return next(registry.get(n) for n in names
+                if project in request.targets.launched_projects(dep.project_name(n)))

@@ -15,7 +15,7 @@ BENCH_DATASET = f"{MODEL_MOUNT}/bench-sharegpt.json"
 
 def simulated_model_dir() -> Path:
     """The simulated model folder (config.json, word-level tokenizer): MODEL_HOST_PATH in a rehearsal."""
-    return project_root() / "bundle" / "simulator" / "simulated_model"
+    return project_root() / "bundle" / "rehearsal" / "simulator" / "simulated_model"
 
 
 # Short health intervals: the simulator "loads" in seconds, not the minutes of a real start.
@@ -38,7 +38,7 @@ FAST_HEALTH = {
     "ROUTER_SHUTDOWN_GRACE_SECS": "5",
 }
 
-# The simulator's knobs and their rehearsal defaults (bundle/simulator/knobs.py documents them).
+# The simulator's knobs and their rehearsal defaults (bundle/rehearsal/simulator/knobs.py documents them).
 DEFAULT_KNOBS = {
     "SIM_LOAD_SECONDS": "3",
     "SIM_TTFT_MS": "50",

@@ -1,4 +1,4 @@
-"""`python -m bundle.simulator [--] [python3 -m sglang.launch_server] ARGS...` (the rehearsal
+"""`python -m bundle.rehearsal.simulator [--] [python3 -m sglang.launch_server] ARGS...` (the rehearsal
 image's `sglang-worker-simulator`). Serves the HTTP API on --host/--port and, in prefill mode, the
 bootstrap channel on --disaggregation-bootstrap-port too."""
 
@@ -13,11 +13,11 @@ import sys
 
 import uvicorn
 
-from bundle.simulator.args import parse_launch_args
-from bundle.simulator import speed
-from bundle.simulator.knobs import Knobs
-from bundle.simulator.resolve import DSparkRefused, resolve_like_sglang
-from bundle.simulator.server import SGLANG_VERSION, Simulator, create_app
+from bundle.rehearsal.simulator.args import parse_launch_args
+from bundle.rehearsal.simulator import speed
+from bundle.rehearsal.simulator.knobs import Knobs
+from bundle.rehearsal.simulator.resolve import DSparkRefused, resolve_like_sglang
+from bundle.rehearsal.simulator.server import SGLANG_VERSION, Simulator, create_app
 
 log = logging.getLogger("simulator")
 

@@ -1,6 +1,6 @@
 """Build the simulated model folder: a word-level tokenizer and a config.json, made offline.
 
-    python -m bundle.simulator.make_model [DIR]     (default: bundle/simulator/simulated_model)
+    python -m bundle.rehearsal.simulator.make_model [DIR]     (default: bundle/rehearsal/simulator/simulated_model)
 
 The output is committed, so nothing here runs at image build or at run time; this script records
 how it was made and rebuilds it byte for byte. A word-level tokenizer is used on purpose: decoding
@@ -106,7 +106,7 @@ def model_config() -> dict:
     rehearsal can run levers.speculative: dspark. dspark_block_size is SGLang's default gamma (7), not
     a value read from the real checkpoint."""
     return {
-        "_comment": "SIMULATED model for rehearsal (bundle/simulator): no weights, word-level tokenizer",
+        "_comment": "SIMULATED model for rehearsal (bundle/rehearsal/simulator): no weights, word-level tokenizer",
         "architectures": ["DeepseekV4ForCausalLM"],
         "model_type": "deepseek_v4",
         "simulated": True,
@@ -153,10 +153,10 @@ def write_model(out: Path) -> None:
     (out / "README.md").write_text(
         "# SIMULATED model folder (rehearsal only)\n\n"
         "Mounted as /model by the rehearsal (compose/rehearsal-*.yaml) in place of DeepSeek-V4-Flash.\n"
-        "No weights: the worker simulator (bundle/simulator) answers from rules, and counts tokens\n"
+        "No weights: the worker simulator (bundle/rehearsal/simulator) answers from rules, and counts tokens\n"
         "with this word-level tokenizer. `bench-sharegpt.json` is a local ShareGPT-format file for\n"
         "`bench_serving --dataset-name random --dataset-path /model/bench-sharegpt.json` offline.\n"
-        "Rebuild with `python -m bundle.simulator.make_model`.\n")
+        "Rebuild with `python -m bundle.rehearsal.simulator.make_model`.\n")
 
 
 if __name__ == "__main__":

@@ -18,13 +18,13 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
-from bundle.simulator import pd
-from bundle.simulator.answers import plan_output
-from bundle.simulator.args import LaunchArgs
-from bundle.simulator.knobs import LONG_PROMPT_TOKENS, Knobs
-from bundle.simulator.resolve import resolve_like_sglang
-from bundle.simulator.metrics import Counters, ServingMetrics
-from bundle.simulator.model import SimulatedModel
+from bundle.rehearsal.simulator import pd
+from bundle.rehearsal.simulator.answers import plan_output
+from bundle.rehearsal.simulator.args import LaunchArgs
+from bundle.rehearsal.simulator.knobs import LONG_PROMPT_TOKENS, Knobs
+from bundle.rehearsal.simulator.resolve import resolve_like_sglang
+from bundle.rehearsal.simulator.metrics import Counters, ServingMetrics
+from bundle.rehearsal.simulator.model import SimulatedModel
 
 log = logging.getLogger("simulator")
 

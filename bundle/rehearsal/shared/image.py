@@ -5,9 +5,9 @@ docker/rehearsal.Dockerfile is built FROM the stand-in chain's pd layer (`bundle
 named here from the lock through bundle/images/build.py's plan, and adds only the stand-in
 `sgl_kernel`, the NIXL memory-type patch and the simulator. It is tagged by a hash of everything it
 is built from (its parent's tag included), so `ensure_image()` builds only when an input changed.
-What a rehearsal adds to the rendered env is bundle.render.rehearsal's.
+What a rehearsal adds to the rendered env is bundle.rehearsal.shared.env's.
 
-    python -m bundle.images.rehearsal image      # build if missing, print the tag (make rehearsal-image)
+    python -m bundle.rehearsal.shared.image image      # build if missing, print the tag (make rehearsal-image)
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def image_inputs() -> list[Path]:
     """Every file the image is built from (the Dockerfile's COPY sources and the Dockerfile)."""
     root = project_root()
     files = [dockerfile(), docker_dir() / "rehearsal.Dockerfile.dockerignore", docker_dir() / "entrypoint.sh",
-             docker_dir() / "lock.toml", root / "bundle" / "__init__.py"]
-    for folder in (docker_dir() / "engine", root / "bundle" / "simulator"):
+             docker_dir() / "lock.toml", root / "bundle" / "__init__.py", root / "bundle" / "rehearsal" / "__init__.py"]
+    for folder in (docker_dir() / "engine", root / "bundle" / "rehearsal" / "simulator"):
         files += sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     return files
 
@@ -82,7 +82,7 @@ def _build_parent(report) -> None:
 
 
 def main(argv: list[str]) -> int:
-    return derived.command_line("bundle.images.rehearsal", argv, ensure=ensure_image, tag=image_tag,
+    return derived.command_line("bundle.rehearsal.shared.image", argv, ensure=ensure_image, tag=image_tag,
                                 can_rebuild=True)
 
 
