@@ -80,7 +80,12 @@ stopped=""
 if [ ! -e "$status" ]; then
   echo "[chain] no selected test needed the upper layers: stopping their build (\`make image-standin\` builds them)"
   stopped=1
-  kill -TERM -- "-$builder" 2>/dev/null
+  # Its whole session; retried while setsid has not yet made it a session (a tier that ends at once).
+  for _ in $(seq 100); do
+    kill -0 "$builder" 2>/dev/null || break
+    kill -TERM -- "-$builder" 2>/dev/null && break
+    sleep 0.1
+  done
 fi
 wait "$builder" 2>/dev/null
 wait "$heartbeat" 2>/dev/null  # it ends within a second of the build
