@@ -7,9 +7,9 @@
 # minutes of both cores on a cold 2-core engine (2026-12-06). So:
 #   1. the rehearsal image and the chain below it (base, framework, pd), in the foreground, progress shown;
 #   2. `bundle build --standin` in the background (it reuses those and builds kernels, overlay, runtime),
-#      its RUN steps at idle CPU priority where the engine's BuildKit cgroup can be marked so (root,
-#      cgroupfs): the Docker tier's containers come first and the build takes the CPU they leave idle;
-#      its layer lines are shown as they come, its whole log kept;
+#      its RUN steps held to half the cores where the engine's BuildKit cgroup can be set so (root,
+#      cgroupfs): one nvcc job on 2 cores, the other core the tier's; its layer lines are shown as they
+#      come, its whole log kept;
 #   3. the tier, with the modules that stand on the whole chain scheduled last; their `standin_chain`
 #      fixture waits for the background build's status file (tests/conftest.py).
 # A warm engine has every layer: the background build returns in seconds. Without an engine the
@@ -28,33 +28,50 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bundle-chain.XXXXXX")
 status=$work/status
 log=$work/build.log
 
-# BuildKit (the engine's, cgroupfs driver) runs every RUN step in a cgroup under docker/buildkit; marked
-# idle, its steps get a core only when no container or test wants it. Put back when the build ends.
-idle_knob=""
-for dir in ${CHAIN_CGROUPS:-/sys/fs/cgroup/cpu/docker/buildkit /sys/fs/cgroup/docker/buildkit}; do
-  if [ -w "$(dirname "$dir")" ] && { [ -d "$dir" ] || mkdir "$dir" 2>/dev/null; } && [ -w "$dir/cpu.idle" ]; then
-    idle_knob=$dir/cpu.idle
-    break
+# BuildKit (the engine's, cgroupfs driver) runs every RUN step in a cgroup under docker/buildkit. For the
+# build's length that cgroup is held to half the cores (cpuset.cpus, where root can write it; put back
+# when the build ends), which the kernels layer's `nproc` then reads as its parallel nvcc jobs: beside the
+# tier one job at a time on one of 2 cores, the other core the tests'. Two of the fused MoE's cicc at
+# once held 13 GB (8.1 + 4.9, 2026-12-06), and beside two workers' engine stacks that emptied this 24 GB
+# machine. Not idle priority: the tier builds small images of its own (the release and pull tests', the
+# derived images), which share that cgroup and would starve behind busy tests.
+knobs=()
+for dir in ${CHAIN_CGROUPS:-/sys/fs/cgroup/cpuset/docker/buildkit /sys/fs/cgroup/docker/buildkit}; do
+  [ -d "$dir" ] || mkdir "$dir" 2>/dev/null || continue
+  if [ -w "$dir/cpuset.cpus" ]; then
+    cores=$(nproc)
+    half=$(( cores > 1 ? cores / 2 : 1 ))
+    knobs+=("$dir/cpuset.cpus=$((cores - half))-$((cores - 1))")
   fi
 done
 
 # In its own session (setsid), so that stopping it stops the Docker client and everything it started.
 setsid bash -c '
-  idle_knob=$1 log=$2 status=$3
-  if [ -n "$idle_knob" ] && echo 1 >"$idle_knob" 2>/dev/null; then
-    echo "[chain] building the upper layers beside the tier, at idle CPU priority ($idle_knob); log: $log"
+  log=$1 status=$2
+  shift 2
+  set_knobs() {  # FILE=VALUE...: each written, its old value kept in "restore" for put_back
+    restore=()
+    for knob in "$@"; do
+      file=${knob%=*}
+      old=$(cat "$file" 2>/dev/null) && echo "${knob##*=}" >"$file" 2>/dev/null && restore+=("$file=$old")
+    done
+  }
+  put_back() { for knob in "${restore[@]}"; do echo "${knob##*=}" >"${knob%=*}" 2>/dev/null; done; }
+  set_knobs "$@"
+  trap "put_back; exit 143" TERM  # stopped: the knobs go back all the same
+  if [ ${#restore[@]} -gt 0 ]; then
+    echo "[chain] building the upper layers beside the tier, its RUN steps on half the cores (${restore[*]%%=*}); log: $log"
   else
-    idle_knob=""
     echo "[chain] building the upper layers beside the tier (sharing the CPU with it); log: $log"
   fi
   "$BIN/bundle" build --standin >"$log" 2>&1
   rc=$?
-  [ -n "$idle_knob" ] && echo 0 >"$idle_knob"
+  put_back
   # The layer lines (`[4/6] kernels built ... in 812 s`), not the steps: the tier goes on printing.
   grep -E "^\[[0-9]+/[0-9]+\] " "$log" | sed "s/^/[chain] /"
   [ "$rc" -eq 0 ] || { echo "[chain] the build failed (exit $rc); its log ends:"; tail -n 40 "$log"; }
   echo "$rc" >"$status"
-' chain-build "$idle_knob" "$log" "$status" &
+' chain-build "$log" "$status" "${knobs[@]}" &
 builder=$!
 
 # A heartbeat while the build runs: the layer being built, from its log, every 5 minutes.
@@ -89,7 +106,6 @@ if [ ! -e "$status" ]; then
 fi
 wait "$builder" 2>/dev/null
 wait "$heartbeat" 2>/dev/null  # it ends within a second of the build
-[ -n "$idle_knob" ] && echo 0 >"$idle_knob" 2>/dev/null
 if [ -z "$stopped" ] && [ "$(cat "$status" 2>/dev/null)" != "0" ] && [ "$rc" -eq 0 ]; then
   rc=1  # the build failed and no test said so: the run is still red
 fi

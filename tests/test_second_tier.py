@@ -1,6 +1,6 @@
 """`make test`'s second tier (tests/second-tier.sh) as the scheduler it is: the chain's upper layers built
 in the background beside the tier, the tier told where the build's status lands, the build's cgroup
-marked idle for its length and put back, a failed build turning a green tier red, and a tier that never
+held to half the cores for its length and put back, a failed build turning a green tier red, and a tier that never
 waits for the build stopping it. Driven with stand-ins for the venv's `python` and `bundle` (a real
 `bundle build --standin` is the Docker tier's) and the real script; and the tier clock's verdict against a recorded table."""
 
@@ -36,18 +36,18 @@ def _bin(tmp_path: Path, build: str) -> Path:
 def _run(tmp_path: Path, build: str, tier: str, timeout: int = 60) -> subprocess.CompletedProcess:
     knob = tmp_path / "cg" / "buildkit"
     knob.mkdir(parents=True)
-    (knob / "cpu.idle").write_text("0\n")
+    (knob / "cpuset.cpus").write_text("0-7\n")
     folder = _bin(tmp_path, build)
-    env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}", "BIN": str(folder), "CHAIN_CGROUPS": str(knob), "KNOB": str(knob / "cpu.idle")}
+    env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}", "BIN": str(folder), "CHAIN_CGROUPS": str(knob), "KNOB": str(knob / "cpuset.cpus")}
     return subprocess.run(["bash", str(SCRIPT), "bash", "-c", tier], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
 @pytest.mark.timeout(120)
-def test_the_tier_waits_for_the_background_build_which_runs_idle_and_is_put_back(tmp_path):
+def test_the_tier_waits_for_the_background_build_held_to_half_the_cores_then_put_back(tmp_path):
     build = """
         echo "[4/6] kernels   building x" ; sleep 0.5
-        echo "idle while building: $(cat "$KNOB")" >"$(dirname "$KNOB")/seen"
+        echo "on cores $(cat "$KNOB") while building" >"$(dirname "$KNOB")/seen"
         echo "[4/6] kernels   built   x in 2 s"
     """
     # The tier: wait for the status the way the standin_chain fixture does, then report it.
@@ -56,9 +56,13 @@ def test_the_tier_waits_for_the_background_build_which_runs_idle_and_is_put_back
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "tier saw status 0" in proc.stdout
     assert "[chain] [4/6] kernels   built   x in 2 s" in proc.stdout  # the layer lines are shown
-    assert "at idle CPU priority" in proc.stdout
-    assert (tmp_path / "cg" / "buildkit" / "seen").read_text().strip() == "idle while building: 1"
-    assert (tmp_path / "cg" / "buildkit" / "cpu.idle").read_text().strip() == "0"  # put back
+    assert "its RUN steps on half the cores" in proc.stdout
+    # Half the cores, the last ones (nproc here): the kernels layer's parallel jobs come from them.
+    cores = os.cpu_count()
+    half = max(1, cores // 2) if cores > 1 else 1
+    expected = f"{cores - half}-{cores - 1}"
+    assert (tmp_path / "cg" / "buildkit" / "seen").read_text().strip() == f"on cores {expected} while building"
+    assert (tmp_path / "cg" / "buildkit" / "cpuset.cpus").read_text().strip() == "0-7"  # put back
 
 
 @pytest.mark.timeout(120)
@@ -76,7 +80,8 @@ def test_a_tier_that_never_waits_stops_the_build_and_keeps_its_own_exit_code(tmp
     proc = _run(tmp_path, build, "exit 0", timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no selected test needed the upper layers: stopping their build" in proc.stdout
-    assert (tmp_path / "cg" / "buildkit" / "cpu.idle").read_text().strip() == "0"
+    # Stopped mid-build, the knobs go back all the same.
+    assert (tmp_path / "cg" / "buildkit" / "cpuset.cpus").read_text().strip() == "0-7"
 
 
 def _record(seconds: float, modules: dict[str, float]) -> dict:
