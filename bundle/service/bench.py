@@ -96,11 +96,16 @@ def stack_gone(stack, front_service: str) -> str | None:
     return None
 
 
+def decoding_roles(dep: Deployment, topology: Topology) -> list:
+    """The servers that decode: a disaggregated topology's decode server, a replicated one's replicas."""
+    return [role for role in dep.roles(topology) if role.service.role != PREFILL] or dep.roles(topology)
+
+
 def limits_of(dep: Deployment, topology: Topology, record: runstate.LaunchRecord) -> limits.Limits:
     """What the levels are scored against: the decoding servers' TP size and GPUs (a disaggregated
     topology's decode server, a replicated one's replicas), the model folder's config.json, the launch's
     attestation and the project's collectives decision (bundle/verify/limits.py)."""
-    decoding = [role for role in dep.roles(topology) if role.service.role != PREFILL] or dep.roles(topology)
+    decoding = decoding_roles(dep, topology)
     first = decoding[0]
     kind = comparable.kind({"rehearsal": record.rehearsal})
     return limits.build(kind=kind, model_folder=record.env.get("MODEL_HOST_PATH"), gpu_names=[], tp=first.tp_size,
