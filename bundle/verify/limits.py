@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bundle.rehearsal import registry as rehearsal
 from bundle.verify import collective_latency, cost_model, gpu_state, host_bandwidth, verdict
+from bundle.verify import metrics as metric_names
 from bundle.verify.collective_latency import CollectiveLatency
 
 # SGLang's DSpark block size when neither the config nor the checkpoint sets one (speculative_hook).
@@ -57,13 +58,13 @@ def score_level(limits: Limits, level: dict, config: dict,
     """A level's `limit` entry (MBU, MFU, the floor of TPOT and its parts, ratio, verdict); None without a
     TPOT or a score. `profile`: the level's per-family table where a profile ran (evidence for the verdict)."""
     metrics = level.get("metrics") or {}
-    tpot = metrics.get("mean_tpot_ms")
+    tpot = metrics.get(metric_names.TPOT)
     if limits.why_not or not tpot or tpot <= 0:
         return None
     concurrency = max(1, math.ceil(int(level.get("concurrency") or 1) / max(limits.servers, 1)))
     run = cost_model.RunShape(tp=limits.tp, concurrency=concurrency, input_len=int(config.get("input_len") or 1),
                               output_len=int(config.get("output_len") or 1), draft_tokens=limits.draft_tokens,
-                              accept_length=metrics.get("accept_length"), ep=limits.ep,
+                              accept_length=metrics.get(metric_names.ACCEPT_LENGTH), ep=limits.ep,
                               dp_attention=limits.dp_attention)
     return judged(limits, run, float(tpot), profile=profile)
 
