@@ -6,7 +6,7 @@ at once, prompt and output lengths, speculative decoding) and the hardware's pea
 one source per figure), it gives per step and per GPU: the bytes that must be read from memory, by weight
 class, the FLOPs, and the collectives the step makes. A measured TPOT set against it gives MBU (model
 bandwidth utilisation: the bytes a step must read / the step's time / the peak memory bandwidth), MFU
-(the same for FLOPs) and the floor of TPOT (floor.py: the larger of the bandwidth and compute times, plus
+(the same for FLOPs) and the floor of TPOT (floor_parts: the larger of the bandwidth and compute times, plus
 the collectives' latency and, without CUDA graphs, the kernel launches, which nothing overlaps).
 
 The weight classes are what the pinned SGLang 0.5.23's DeepSeek-V4 model holds on one rank
@@ -44,7 +44,7 @@ is held within 3% per class and per layout to the census of that model built for
 - Collectives under TP: two all-reduces of the hidden state per layer (after attention's wo_b, after the
   MoE), BF16, plus the vocabulary-parallel embedding's all-reduce, and the output head's logits gathered
   once per step (FP32). Their bytes at the link's bandwidth and, for each, a small message's latency
-  (floor.py and collective_latency.py).
+  (collective_latency.py; the floor's parts: floor_parts below).
 - Speculative decoding: a verify step holds draft + 1 tokens per request; the draft head (DeepSeek's
   MTP/NEXTN or DSpark: one decoder layer) runs once per draft step and reads its layer's weights each
   time. A step yields the acceptance length in tokens per request, so TPOT's floor is the step's floor
@@ -117,9 +117,8 @@ class Layout:
 
 @dataclass(frozen=True)
 class WeightGroup:
-    """One weight class: `held(layout)` its bytes on one rank; read every step, per routed expert touched
-    (then `held` is for all the rank's experts and `per_expert` their count is asked of the layout), or
-    only by the rows a step indexes."""
+    """One weight class: `held(layout)` its bytes on one rank; read whole every step, per routed expert
+    touched (`held` is then all the rank's experts), or only by the rows a step indexes."""
 
     name: str
     bytes_at_tp1: float  # all layers, whole (every expert, every vocabulary row)
@@ -129,7 +128,7 @@ class WeightGroup:
     params: float = 0.0  # parameters used per token (FLOPs; routed experts: ONE expert over the layers)
     row_bytes: float = 0.0  # ROWS: bytes of one row (one token's read)
 
-    def held(self, layout: Layout, n_routed: int = 0) -> float:
+    def held(self, layout: Layout) -> float:
         if self.split == REPLICATED:
             return self.bytes_at_tp1
         if self.split == SPLIT:
@@ -176,7 +175,7 @@ class ModelShape:
 
     def held(self, layout: Layout) -> dict[str, float]:
         """Bytes per weight class on one rank of `layout` (what the census counts)."""
-        return {g.name: g.held(layout, self.n_routed) for g in self.groups}
+        return {g.name: g.held(layout) for g in self.groups}
 
 
 @dataclass(frozen=True)
@@ -463,7 +462,7 @@ def step_cost(model: ModelShape, run: RunShape, *, shared_memory: bool = False) 
     by_class: dict[str, float] = {}
     flops_by_rate: dict[str, float] = {}
     for g in model.groups:
-        held = g.held(layout, model.n_routed)
+        held = g.held(layout)
         if g.read == PER_EXPERT:
             local = model.n_routed / max(layout.ep, 1)
             read = held / local * experts if local else 0.0
