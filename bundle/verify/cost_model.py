@@ -303,8 +303,7 @@ DSV4_DEFAULTS = {
     "num_experts_per_tok": 6, "n_shared_experts": 1, "moe_intermediate_size": 2048, "intermediate_size": 2048,
     "first_k_dense_replace": 0, "q_lora_rank": 1024, "num_attention_heads": 64, "qk_nope_head_dim": 448,
     "qk_rope_head_dim": 64, "v_head_dim": 512, "o_lora_rank": 1024, "o_groups": 8, "index_n_heads": 64,
-    "index_head_dim": 128, "index_topk": 512, "window_size": 128, "compress_ratios": [], "hc_mult": 4,
-    "n_hash_layers": 3}
+    "index_head_dim": 128, "index_topk": 512, "window_size": 128, "compress_ratios": [], "hc_mult": 4}
 
 
 def _fp8(rows: int, cols: int, split_rows: int = 1, split_cols: int = 1) -> float:
@@ -336,7 +335,6 @@ def _deepseek_v4(cfg: dict, dtypes: dict[str, str], *, fp8_wo_a: bool = False) -
     ih, idim = int(g["index_n_heads"]), int(g["index_head_dim"])
     hc = int(g["hc_mult"])
     mix = (2 + hc) * hc  # the hyper-connection mixers' rows (deepseek_v4.make_hc_mixing_params)
-    hash_layers = min(int(g["n_hash_layers"]), moe_layers)
 
     def compressor(ratio: int, dim: int) -> float:
         """wkv_gate BF16 (dim x 2 x coff x head dim; coff 2 where the windows overlap, ratio 4), the
@@ -346,7 +344,9 @@ def _deepseek_v4(cfg: dict, dtypes: dict[str, str], *, fp8_wo_a: bool = False) -
 
     wo_a_dtype = "fp8" if fp8_wo_a else "bf16"
     wo_a_in, wo_a_out = heads * head_dim // o_groups, o_groups * o_lora
-    norms = L * (2 * h + q_lora + head_dim) * 2 + L * heads * 4 + h * 2  # BF16 norms, FP32 sinks, final norm
+    # BF16 norms (two per layer, the q and kv norms, the final one), FP32 attention sinks, the FP8 KV
+    # cache's two FP32 scales per layer
+    norms = L * (2 * h + q_lora + head_dim) * 2 + h * 2 + L * heads * 4 + L * 2 * 4
     groups = (
         WeightGroup("attention wq_a + wkv", L * (stored(q_lora, h, dense) + stored(head_dim, h, dense)), dense,
                     REPLICATED, params=L * h * (q_lora + head_dim)),
@@ -365,7 +365,7 @@ def _deepseek_v4(cfg: dict, dtypes: dict[str, str], *, fp8_wo_a: bool = False) -
         WeightGroup("hyper-connection mixers", (L * 2 * (mix * hc * h + mix + 3) + hc * hc * h + hc + 1) * 4,
                     "fp32", REPLICATED, params=L * 2 * mix * hc * h + hc * hc * h),
         WeightGroup("norms and sinks", norms, "bf16", REPLICATED),
-        WeightGroup("router", moe_layers * n_routed * h * 2 + (moe_layers - hash_layers) * n_routed * 4, "bf16",
+        WeightGroup("router", moe_layers * n_routed * (h * 2 + 4), "bf16",  # + the FP32 score bias, every layer
                     REPLICATED, params=moe_layers * n_routed * h),
         WeightGroup("shared experts", moe_layers * int(g["n_shared_experts"]) * (
             _fp8(2 * inter, h) + _fp8(h, inter)), dense, params=moe_layers * int(g["n_shared_experts"]) * expert_params),
