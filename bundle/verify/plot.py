@@ -43,7 +43,7 @@ def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
                      if lv.get("limit")]
             if floor:
                 cpu = " (CPU figure)" if floor and (record.get("limits") or {}).get("figure") == "cpu" else ""
-                ax.plot([c for c, _ in floor], [f for _, f in floor], "g^:", label=f"bandwidth floor{cpu}")
+                ax.plot([c for c, _ in floor], [f for _, f in floor], "g^:", label=f"floor{cpu}")
         ax.set_xscale("log", base=2)
         levels = sorted({lv["concurrency"] for lv in record.get("levels", [])} | {tables.BASELINE_CONCURRENCY})
         ax.set_xticks(levels, [str(c) for c in levels])
