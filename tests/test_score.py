@@ -63,3 +63,12 @@ def test_a_topology_gives_the_decoding_servers_layout():
     layout = scorer.topology_layout("dp", None)
     assert layout.tp == 4 and layout.servers == 2 and layout.ep == 1
     assert scorer.ep_of(("--ep-size", "4")) == 4 and scorer.ep_of(("--ep=8",)) == 8 and scorer.ep_of(()) == 1
+
+
+def test_a_config_or_attestation_that_is_not_one_is_named(tmp_path):
+    (tmp_path / "config.json").write_text("[1, 2]")
+    base = dict(gpu=SERVER, tp=4, concurrency=1, input_len=256, output_len=256, tpot_ms=10.0)
+    with pytest.raises(InputError, match="not a model's config.json"):
+        scorer.score(scorer.ScoreRequest(**base, model_config=str(tmp_path)))
+    with pytest.raises(InputError, match="not one `bundle launch` wrote"):
+        scorer.score(scorer.ScoreRequest(**base, attestation={"findings": "x", "records": [1]}))

@@ -9,9 +9,10 @@ without a TPOT is turned into one as C / throughput (an upper bound: it counts t
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bundle import paths
@@ -91,16 +92,10 @@ def _model_config(where: str | None) -> tuple[dict, dict[str, str], Path]:
     if not file.is_file():
         raise InputError(f"{file}: no such file", hint="name a model folder with a config.json, or the file itself")
     try:
-        return cost_model.load_config(folder) if file.name == "config.json" else _json(file), \
-            cost_model.safetensors_dtypes(folder), file
+        config = json.loads(file.read_text())
+        return config, cost_model.safetensors_dtypes(folder), file
     except ValueError as exc:
         raise InputError(f"{file}: not JSON ({exc})", hint="give the model's config.json") from None
-
-
-def _json(file: Path) -> dict:
-    import json
-
-    return json.loads(file.read_text())
 
 
 def _drafts(r: ScoreRequest) -> int:
@@ -138,20 +133,22 @@ def score(r: ScoreRequest) -> Scored:
     config, dtypes, file = _model_config(r.model_config)
     try:
         model = cost_model.model_shape(config, dtypes, fp8_wo_a=r.fp8_wo_a)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{file}: not a model's config.json ({exc})", hint="give the served model's config.json") \
             from None
-    default_w = None
     hw = cost_model.gpu(r.gpu, power_limit_w=r.power_limit_w)
     if hw is None:
         raise InputError(f"no figures for the GPU {r.gpu!r} in {cost_model.HARDWARE_FILE.name}",
                          hint="name it as nvidia-smi does; known: " + ", ".join(cost_model.known_gpus()))
     default_w = cost_model.gpu(r.gpu).power_w
     state = {"power_limit_w": r.power_limit_w, "power_default_w": default_w} if r.power_limit_w else {}
-    evidence = verdict.evidence_from(r.attestation, r.collectives, state)
+    try:
+        evidence = verdict.evidence_from(r.attestation, r.collectives, state)
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise InputError(f"the attestation given is not one `bundle launch` wrote ({type(exc).__name__})",
+                         hint="give the attestation.json of a launch's run folder, or leave --attestation out") \
+            from None
     if r.cuda_graphs is not None and evidence.eager is None:
-        from dataclasses import replace
-
         evidence = replace(evidence, eager=not r.cuda_graphs, sources=evidence.sources + ("the figure's source",))
     built = limits.Limits(model, hw, r.tp, r.servers, _drafts(r), evidence, ep=r.ep, dp_attention=r.dp_attention,
                           cuda_graphs=None if evidence.eager is None else not evidence.eager)
