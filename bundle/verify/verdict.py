@@ -175,6 +175,8 @@ def judge(level: Level, evidence: Evidence) -> Verdict:
 def _causes(level: Level, evidence: Evidence, gap: float) -> list[Cause | None]:
     out: list[Cause | None] = []
     capped = lambda ms: min(ms, gap)  # noqa: E731 - a cause explains at most the gap
+    # The gap is per token; a step's milliseconds are shared by the tokens a step yields per request.
+    per_token = 1.0 / (level.accept_length if level.speculative and level.accept_length else 1.0)
     # A profile's families: each one's time over its share of the floor is gap it explains.
     if evidence.profile:
         for fam in evidence.profile.families:
@@ -184,14 +186,15 @@ def _causes(level: Level, evidence: Evidence, gap: float) -> list[Cause | None]:
             names = ", ".join(fam.kernels[:3])
             out.append(Cause(f"profile: {fam.family}" + (" (fallback)" if fam.fallback else ""),
                              f"{fam.ms_per_step:.2f} ms a step against {fam.floor_ms_per_step or 0:.2f} ms of floor"
-                             + (f" ({names})" if names else "") + f"; {evidence.profile.source}", True, capped(excess)))
+                             + (f" ({names})" if names else "") + f"; {evidence.profile.source}", True,
+                             capped(excess * per_token)))
     # Fallback kernels on CUDA cores: the original deployment's cause.
     per_path = level.layers * _fallback_call_us(level.batch) / 1000
     if evidence.slow_paths:
         out.append(Cause("fallback kernels", "; ".join(evidence.slow_paths) + f" (about {per_path:.1f} ms a step "
                          f"per path: SGLang's Triton sparse-MLA decode took {_fallback_call_us(level.batch):.0f} us a "
                          f"call at batch {level.batch}, one call per layer)", True,
-                         capped(per_path * len(evidence.slow_paths))))
+                         capped(per_path * len(evidence.slow_paths) * per_token)))
     elif evidence.slow_paths is None:
         out.append(Cause("fallback kernels", "Triton/torch paths on CUDA cores (sparse-MLA decode, MoE) were the "
                          "original deployment's tenfold loss; `bundle launch` attests them (attestation.json)", False,
