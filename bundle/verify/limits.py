@@ -1,8 +1,11 @@
 """Each bench level set against the limit: the cost model (cost_model.py) for what ran, the verdict
 (verdict.py) on how far the level was from it. One `Limits` is made per run, before the first level
-(it reads the model's config.json, the launch's attestation, collectives.json and nvidia-smi, and on a
-CPU rehearsal probes the host's memory bandwidth); scoring a level is arithmetic (benchmarks/
-bench_scoring.py times it)."""
+(it reads the model's config.json, the launch's attestation (the decode servers' TP, EP and DP attention,
+kernel paths, CUDA graphs), collectives.json (the P2P decision, and doctor's small-message latency where
+its probe wrote one: collective_latency.from_collectives) and nvidia-smi, and on a CPU rehearsal probes the
+host's memory bandwidth); scoring a level is arithmetic (benchmarks/bench_scoring.py times it).
+`score_level(..., profile=...)` takes a profile's per-family table of the level (verdict.ProfileEvidence)
+as more evidence; `judged()` scores any run shape, as `bundle score` does for a figure measured elsewhere."""
 
 from __future__ import annotations
 
