@@ -4,7 +4,7 @@ already pays.
 
 Scoring a run = building its Limits from files (the model folder's config.json and safetensors headers,
 attestation.json, collectives.json; nvidia-smi where there is one) + every level's score and verdict +
-the verdict lines. DeepSeek-V4-Flash's config on an RTX PRO 6000 Server Edition, two levels (C=1, C=8),
+the verdict lines. DeepSeek-V4-Flash's config.json on an RTX PRO 6000 Server Edition, two levels (C=1, C=8),
 the original deployment's attestation. The CPU rehearsal's memory probe (host_bandwidth.py) is timed
 apart: it runs once per process, and only on the CPU rehearsal.
 
@@ -68,12 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        (folder / "config.json").write_text(json.dumps({"model_type": "deepseek_v4",
-                                                        "architectures": ["DeepseekV4ForCausalLM"]}))
+        # DeepSeek-V4-Flash's own config.json (the audit's copy): its per-layer compress_ratios are scored
+        (folder / "config.json").write_text((REPO / "bundle/images/audit/deepseek_v4_flash/config.json").read_text())
         (folder / "attestation.json").write_text(json.dumps(ATTESTATION))
         (folder / "collectives.json").write_text(json.dumps({"pcie_safe": False, "evidence": {}}))
         record, config = _record(folder)
-        assert score_run(folder, record, config)[0].startswith("C=1: far from the limit")
+        assert score_run(folder, record, config)[0].startswith("C=1: far from the floor")
         scoring, table = [], []
         for _ in range(args.rounds):  # interleaved, so machine noise hits both alike
             record, config = _record(folder)

@@ -16,7 +16,7 @@ from pathlib import Path
 # mkdocs loads this file by its path: the checkout (docsgen, bundle) must be importable from it.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from docsgen import pictures  # noqa: E402
+from docsgen import pictures, scored_figures  # noqa: E402
 
 _STYLESHEET = re.compile(r'<link rel="stylesheet" href="\./([^"]+)">')
 _THEME_SCRIPT = re.compile(r'<script src="\./[^"]+"></script>')
@@ -26,6 +26,10 @@ def on_config(config):
     fences = config["mdx_configs"].setdefault("pymdownx.superfences", {}).setdefault("custom_fences", [])
     fences.append({"name": "picture", "class": "picture", "format": pictures.fence})
     return config
+
+
+def on_page_markdown(markdown, page, config, files):
+    return scored_figures.expand(markdown)  # the scored tables of reading-a-bench.md
 
 
 def on_template_context(context, template_name, config):

@@ -43,14 +43,14 @@ def test_a_timed_out_level_is_reported_recorded_and_named_and_the_next_run_compa
         tmp_path, runs_dir, monkeypatch):
     first, reporter = _benchmark(tmp_path, monkeypatch, {1: "ok", 2: "timeout"},
                                  service.BenchRequest(concurrency=(1, 2), label="first"))
-    assert [lv["concurrency"] for lv in first.bad_levels] == [2] and first.bad_levels[0]["status"] == "timeout"
+    assert [lv.concurrency for lv in first.bad_levels] == [2] and first.bad_levels[0].status == "timeout"
     assert [line.split(":")[0] for line in reporter.lines if line.startswith("level ")] == \
         ["level 1 of 2", "level 2 of 2"]
     assert first.previous is None and first.history == []
     second, _ = _benchmark(tmp_path, monkeypatch, {1: "ok"}, service.BenchRequest(concurrency=(1,)))
-    assert second.previous["run_id"] == first.result["run_id"] and not second.bad_levels
+    assert second.previous["run_id"] == first.result.run_id and not second.bad_levels
     assert second.history_path == runs_dir / "bench-service" / "bench.jsonl"
-    assert [r["run_id"] for r in second.history] == [first.result["run_id"]]
+    assert [r["run_id"] for r in second.history] == [first.result.run_id]
 
 
 def test_a_gate_with_no_earlier_run_is_an_error_not_a_pass(tmp_path, runs_dir, monkeypatch):

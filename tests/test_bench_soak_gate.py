@@ -136,11 +136,11 @@ def test_the_gate_names_the_metric_that_got_worse():
     then = _run("20261201-080000-bench", tput=100.0, tpot=10.0, ttft=500.0)
     now = _run("20261201-090000-bench", tput=96.0, tpot=10.9, ttft=505.0)
     result = bench.gate(now, then, 5)
-    assert not result["ok"] and len(result["regressions"]) == 1
-    assert result["regressions"][0].startswith("C=1 TPOT (mean_tpot_ms): 10.00 -> 10.90 (+9.0%)")
-    assert bench.gate(now, then, 10)["ok"]
+    assert not result.ok and len(result.regressions) == 1
+    assert result.regressions[0].startswith("C=1 TPOT (mean_tpot_ms): 10.00 -> 10.90 (+9.0%)")
+    assert bench.gate(now, then, 10).ok
     slower = _run("x", tput=80.0, tpot=10.0, ttft=800.0)
-    names = [line.split(" (")[0] for line in bench.gate(slower, then, 5)["regressions"]]
+    names = [line.split(" (")[0] for line in bench.gate(slower, then, 5).regressions]
     assert names == ["C=1 throughput", "C=1 TTFT"]
 
 

@@ -19,6 +19,8 @@ ALLOWED = {
                             "the bundle package need not be installed",
     "doctor/nixl_probe.py": "the same, for NIXL",
     "verify/bench_launcher.py": "runs inside the bench container around bench_serving",
+    "verify/census_probe.py": "a standalone script run inside the rehearsal image, where SGLang is and the bundle "
+                              "package is not (its progress goes to stderr)",
     "images/audit/probe.py": "runs inside a container of the image under audit, with that image's Python",
     "rehearsal/engine/sgl_kernel_standin.py::main": "its own `python -m` command line (regenerates the stand-in)",
     "images/requirements.py::main": "its own `python -m` command line (`make lock`)",

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if request.soak:
         return _soak(args, request, target, console)
     benched = bench_service.benchmark(dep, topology, record, target.stack(), request, console)
-    result = benched.result
+    result = benched.result.as_dict()
     if args.json:
         print(bench_service.redacted(dep, topology, json.dumps(result, indent=2)))
     else:
@@ -83,23 +83,23 @@ def run(args: argparse.Namespace) -> int:
                                              unlike_previous=benched.unlike_previous)
         console.print(comparison if comparison is not None else
                       "nothing to compare with: no C=1 level for the baseline, no previous run")
-    console.print(f"recorded: {benched.history_path} (run {result['run_id']}); details: {benched.run_dir}"
+    console.print(f"recorded: {benched.history_path} (run {benched.result.run_id}); details: {benched.run_dir}"
                   + (f"; plot: {benched.plot}" if benched.plot else "; no plot (pip install '.[plot]' for matplotlib)"))
     gated = _gate(args, benched.history, result, benched.run_dir, console) if args.gate is not None else None
     bad = benched.bad_levels
     if bad:
-        reasons = "; ".join(f"C={lv['concurrency']} {lv['status']}: {lv['reason']}" for lv in bad)
-        kind = TimedOut if any(lv["status"] == "timeout" for lv in bad) else Failed
-        raise kind(f"bench {topology.name}: {len(bad)} of {len(result['levels'])} levels did not "
+        reasons = "; ".join(f"C={lv.concurrency} {lv.status}: {lv.reason}" for lv in bad)
+        kind = TimedOut if any(lv.status == "timeout" for lv in bad) else Failed
+        raise kind(f"bench {topology.name}: {len(bad)} of {len(benched.result.levels)} levels did not "
                    f"complete cleanly (measured levels are recorded): {reasons}")
-    if gated is not None and not gated["ok"]:
-        what = "; ".join(gated["regressions"]) or "no level was measured in both runs"
+    if gated is not None and not gated.ok:
+        what = "; ".join(gated.regressions) or "no level was measured in both runs"
         raise Failed(f"bench {topology.name}: regression gate ({args.gate:g}%) against run "
-                     f"{gated['against']} failed: {what}")
+                     f"{gated.against} failed: {what}")
     return 0
 
 
-def _gate(args, history, result, run_dir, console) -> dict:
+def _gate(args, history, result, run_dir, console):
     """The gate's verdict (bundle/service/bench.py's gate()), its lines printed."""
     from bundle.service import bench as bench_service
     from bundle.verify import tables

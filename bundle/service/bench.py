@@ -45,7 +45,7 @@ class BenchRequest:
 
 @dataclass(frozen=True)
 class Benched:
-    result: dict  # the run's record, as appended to bench.jsonl
+    result: bench.BenchResult  # the run's record (as appended to bench.jsonl), typed
     run_dir: Path
     history: list[dict]  # bench.jsonl as it was before this run
     history_path: Path
@@ -56,8 +56,8 @@ class Benched:
     plot: Path | None  # None without matplotlib
 
     @property
-    def bad_levels(self) -> list[dict]:
-        return [lv for lv in self.result["levels"] if lv["status"] != "ok"]
+    def bad_levels(self) -> tuple[bench.LevelResult, ...]:
+        return self.result.bad_levels
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,16 @@ def stack_gone(stack, front_service: str) -> str | None:
     return None
 
 
+def decoding_roles(dep: Deployment, topology: Topology) -> list:
+    """The servers that decode: a disaggregated topology's decode server, a replicated one's replicas."""
+    return [role for role in dep.roles(topology) if role.service.role != PREFILL] or dep.roles(topology)
+
+
 def limits_of(dep: Deployment, topology: Topology, record: runstate.LaunchRecord) -> limits.Limits:
     """What the levels are scored against: the decoding servers' TP size and GPUs (a disaggregated
     topology's decode server, a replicated one's replicas), the model folder's config.json, the launch's
     attestation and the project's collectives decision (bundle/verify/limits.py)."""
-    decoding = [role for role in dep.roles(topology) if role.service.role != PREFILL] or dep.roles(topology)
+    decoding = decoding_roles(dep, topology)
     first = decoding[0]
     kind = comparable.kind({"rehearsal": record.rehearsal})
     return limits.build(kind=kind, model_folder=record.env.get("MODEL_HOST_PATH"), gpu_names=[], tp=first.tp_size,
@@ -176,12 +181,15 @@ def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
     previous = against or runstore.previous_bench(history, result)
     unlike_previous = None if previous else comparable.latest_unlike(history, result)
     plot = plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
-    return Benched(result, run_dir, history, path, baseline, previous, compared_as, unlike_previous, plot)
+    return Benched(bench.BenchResult(result), run_dir, history, path, baseline, previous, compared_as,
+                   unlike_previous, plot)
 
 
-def gate(history: list[dict], result: dict, run_dir: Path, *, percent: float, against: str | None) -> dict:
+def gate(history: list[dict], result: dict | bench.BenchResult, run_dir: Path, *, percent: float,
+         against: str | None) -> bench.Gated:
     """The gate's verdict (also written to the run's gate.json); no earlier run to compare with is
     an error, never a silent pass."""
+    result = result.record if isinstance(result, bench.BenchResult) else result
     reference = bench.gate_reference(history, result, against)
     if reference is None:
         wanted = (f"run {against!r} is not in the history (or names more than one)" if against else
@@ -195,7 +203,7 @@ def gate(history: list[dict], result: dict, run_dir: Path, *, percent: float, ag
                      hint="gate against a run of the same topology, GPU or rehearsal mode, target and "
                           "lengths (--against RUN), or run once without --gate to record one")
     gated = bench.gate(result, reference, percent)
-    runstore.write_json(run_dir / "gate.json", gated)
+    runstore.write_json(run_dir / "gate.json", gated.as_dict())
     return gated
 
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from bundle.config.loader import deep_merge
 from bundle.config.source import Source
 from bundle.tune import results
+from bundle.verify import metrics as metric_names
 from bundle.tune.space import Objective
 
 REHEARSAL_NOTE = "REHEARSAL: simulated workers, SIMULATED speeds (SIM_* knobs), not a GPU measurement"
@@ -55,8 +56,8 @@ def ranked_table(ranked: list[dict], objective: Objective, *, rehearsal: bool, r
                       f"[{colour}]{status}[/]" + (f" ({record['phase']})" if status not in ("ok", "skipped")
                                                   and record.get("phase") else ""),
                       _fmt(value), change, record.get("score_at") if value is not None else "-",
-                      _fmt(_metric(record, level, "output_throughput")), _fmt(_metric(record, level, "mean_tpot_ms")),
-                      _fmt(_metric(record, level, "mean_ttft_ms")), _fmt((record.get("seconds") or {}).get("launch"), 0),
+                      _fmt(_metric(record, level, metric_names.THROUGHPUT)), _fmt(_metric(record, level, metric_names.TPOT)),
+                      _fmt(_metric(record, level, metric_names.TTFT)), _fmt((record.get("seconds") or {}).get("launch"), 0),
                       escape(note))
     return table
 
@@ -74,10 +75,10 @@ def plot(ranked: list[dict], path: Path, *, rehearsal: bool, topology: str, obje
     fig, ax = plt.subplots(figsize=(9, 5))
     drawn = 0
     for record in ranked:
-        points = sorted((lv["metrics"]["mean_tpot_ms"], lv["metrics"]["output_throughput"], lv["concurrency"])
+        points = sorted((lv["metrics"][metric_names.TPOT], lv["metrics"][metric_names.THROUGHPUT], lv["concurrency"])
                         for lv in record.get("levels", []) if lv.get("metrics")
-                        and lv["metrics"].get("mean_tpot_ms") is not None
-                        and lv["metrics"].get("output_throughput") is not None)
+                        and lv["metrics"].get(metric_names.TPOT) is not None
+                        and lv["metrics"].get(metric_names.THROUGHPUT) is not None)
         if not points:
             continue
         drawn += 1
@@ -118,8 +119,8 @@ def tuned_config(user: Source | None, winner: dict, reference: dict | None, *, t
     changes = winner.get("changes") or []
     lines += [f"#   {c}" for c in changes] or ["#   (none: the config as it is won)"]
     lines.append(f"# Evidence ({objective.describe()}): {winner['name']} scored {_fmt(winner.get('score'))} at "
-                 f"{winner.get('score_at')}: {_fmt(m.get('output_throughput'))} out tok/s, mean TPOT "
-                 f"{_fmt(m.get('mean_tpot_ms'))} ms, mean TTFT {_fmt(m.get('mean_ttft_ms'))} ms "
+                 f"{winner.get('score_at')}: {_fmt(m.get(metric_names.THROUGHPUT))} out tok/s, mean TPOT "
+                 f"{_fmt(m.get(metric_names.TPOT))} ms, mean TTFT {_fmt(m.get(metric_names.TTFT))} ms "
                  f"(bench run {winner.get('bench_run_id')}).")
     if reference and reference.get("score") is not None and reference is not winner:
         pct = (winner["score"] - reference["score"]) / reference["score"] * 100

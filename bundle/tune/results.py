@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bundle.stack import runstate
 from bundle.tune.space import Objective
+from bundle.verify import metrics as metric_names
 from bundle.verify import runstore
 
 RESULTS_NAME = "results.jsonl"
@@ -52,7 +53,7 @@ def finished(project: str) -> dict[str, dict]:
 
 # ---- the objective ------------------------------------------------------------------------------
 def _within(metrics: dict, objective: Objective) -> bool:
-    tpot, ttft = metrics.get("mean_tpot_ms"), metrics.get("mean_ttft_ms")
+    tpot, ttft = metrics.get(metric_names.TPOT), metrics.get(metric_names.TTFT)
     if objective.max_tpot_ms is not None and (tpot is None or tpot > objective.max_tpot_ms):
         return False
     if objective.max_ttft_ms is not None and (ttft is None or ttft > objective.max_ttft_ms):
@@ -67,16 +68,16 @@ def score(record: dict, objective: Objective) -> tuple[float | None, str]:
         return None, record.get("status", "not run")
     levels = [lv for lv in record.get("levels", []) if lv.get("metrics")]
     if objective.metric == "tpot":
-        one = [lv for lv in levels if lv["concurrency"] == 1 and lv["metrics"].get("mean_tpot_ms") is not None]
+        one = [lv for lv in levels if lv["concurrency"] == 1 and lv["metrics"].get(metric_names.TPOT) is not None]
         if not one:
             return None, "no C=1 level measured"
-        return float(one[0]["metrics"]["mean_tpot_ms"]), "C=1"
+        return float(one[0]["metrics"][metric_names.TPOT]), "C=1"
     ok = [lv for lv in levels if _within(lv["metrics"], objective)
-          and lv["metrics"].get("output_throughput") is not None]
+          and lv["metrics"].get(metric_names.THROUGHPUT) is not None]
     if not ok:
         return None, "no level within the bound"
-    best = max(ok, key=lambda lv: lv["metrics"]["output_throughput"])
-    return float(best["metrics"]["output_throughput"]), f"C={best['concurrency']}"
+    best = max(ok, key=lambda lv: lv["metrics"][metric_names.THROUGHPUT])
+    return float(best["metrics"][metric_names.THROUGHPUT]), f"C={best['concurrency']}"
 
 
 def rank(records: list[dict], objective: Objective) -> list[dict]:

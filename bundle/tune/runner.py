@@ -18,14 +18,13 @@ from bundle.service.smoke import run_smoke
 from bundle.stack import docker, runstate
 from bundle.tune import results
 from bundle.tune.plan import Plan, Planned
-from bundle.verify import bench
+from bundle.verify import bench, metrics
 from bundle.reporter import Reporter
 from bundle.targets.registry import stack_of
 from bundle.api import Mode
 
 REASON_CHARS = 600  # of an error's message, in the results line and the table
-KEPT_METRICS = ("completed", "output_throughput", "total_throughput", "mean_ttft_ms", "median_ttft_ms",
-                "mean_tpot_ms", "median_tpot_ms", "mean_itl_ms", "duration")
+KEPT_METRICS = metrics.KEPT  # the bench's catalogue (bundle/verify/metrics.py)
 
 
 def _short(text: str) -> str:

@@ -63,6 +63,8 @@ RECORDED = {
     "speculative_num_draft_tokens": "speculative_num_draft_tokens", "page_size": "page_size",
     "device": "device",
     "speculative_dspark_block_size": "speculative_dspark_block_size",
+    # the rank layout the cost model scores (expert parallelism, DP attention)
+    "ep_size": "ep_size", "enable_dp_attention": "enable_dp_attention",
 }
 DSPARK = "DSPARK"
 # The checks of DeepSeek-V4 on sm_120 GPUs: on a CPU server (the engine rehearsal: a small Llama on

@@ -22,7 +22,7 @@ from pathlib import Path
 from bundle import log_lines
 from bundle.verify import bench_serving
 from bundle.stack import engine
-from bundle.verify import comparable, runstore
+from bundle.verify import comparable, metrics, runstore
 from bundle.verify.limits import Limits, score_level
 from bundle.stack import runstate
 from bundle.verify.bench_serving import Level
@@ -450,9 +450,8 @@ def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehear
 
 
 # ---- regression gate -----------------------------------------------------------------------------
-# (metric, higher is better, the name a message uses)
-GATED = (("output_throughput", True, "throughput"), ("mean_tpot_ms", False, "TPOT"),
-         ("mean_ttft_ms", False, "TTFT"))
+# The gated metrics are the catalogue's (bundle/verify/metrics.py): throughput, TTFT, TPOT.
+GATED = tuple((m.key, m.higher_is_better, m.word) for m in metrics.GATED)
 # Config keys that do not change what is measured.
 _NOT_THE_METHOD = {"base_url", "level_timeout", "dataset_source"}
 
@@ -481,7 +480,22 @@ def gate_reference(history: list[dict], record: dict, against: str | None = None
     return same[-1] if same else None
 
 
-def gate(record: dict, reference: dict, pct: float) -> dict:
+@dataclass(frozen=True)
+class Gated:
+    """The regression gate's verdict on a run against an earlier one."""
+
+    against: str | None  # the earlier run's id
+    pct: float
+    ok: bool  # something was compared, and nothing got worse by more than pct
+    regressions: tuple[str, ...]
+    compared: tuple[str, ...]
+
+    def as_dict(self) -> dict:
+        return {"against": self.against, "pct": self.pct, "ok": self.ok, "regressions": list(self.regressions),
+                "compared": list(self.compared)}
+
+
+def gate(record: dict, reference: dict, pct: float) -> Gated:
     """Which gated metric of which level is worse than `reference` by more than `pct` percent."""
     regressions, compared = [], []
     ref_levels = {lv.get("concurrency"): lv for lv in reference.get("levels", []) if lv.get("metrics")}
@@ -499,5 +513,52 @@ def gate(record: dict, reference: dict, pct: float) -> dict:
             compared.append(line)
             if worse > pct:
                 regressions.append(line + f", worse by more than {pct:g}%")
-    return {"against": reference.get("run_id"), "pct": pct, "ok": bool(compared) and not regressions,
-            "regressions": regressions, "compared": compared}
+    return Gated(against=reference.get("run_id"), pct=pct, ok=bool(compared) and not regressions,
+                 regressions=tuple(regressions), compared=tuple(compared))
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    """One level of a bench run as the record holds it, typed."""
+
+    concurrency: int
+    status: str  # ok, timeout, failed, skipped
+    reason: str | None
+    metrics: dict  # bench_serving's figures by the catalogue's keys (bundle/verify/metrics.py); {} if none
+    limit: dict | None  # against the cost model's floor (limits.score_level), None if not scored
+
+    @classmethod
+    def of(cls, level: dict) -> LevelResult:
+        return cls(int(level["concurrency"]), level["status"], level.get("reason"), dict(level.get("metrics") or {}),
+                   level.get("limit"))
+
+    def metric(self, key: str) -> float | None:
+        if key not in metrics.BY_KEY:
+            raise KeyError(f"{key!r} is not a bench metric (bundle/verify/metrics.py)")
+        return self.metrics.get(key)
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """A bench run's record (the line appended to bench.jsonl), with typed access to what callers read."""
+
+    record: dict
+
+    @property
+    def run_id(self) -> str:
+        return self.record["run_id"]
+
+    @property
+    def levels(self) -> tuple[LevelResult, ...]:
+        return tuple(LevelResult.of(lv) for lv in self.record["levels"])
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.record.get("ok"))
+
+    @property
+    def bad_levels(self) -> tuple[LevelResult, ...]:
+        return tuple(lv for lv in self.levels if lv.status != "ok")
+
+    def as_dict(self) -> dict:
+        return self.record

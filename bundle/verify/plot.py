@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bundle.verify import comparable, tables
+from bundle.verify import comparable, metrics, tables
 
 
 def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
@@ -28,8 +28,7 @@ def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
         return [p[0] for p in pts], [p[1] for p in pts]
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, metric, title in ((axes[0], "output_throughput", "output throughput (tok/s)"),
-                              (axes[1], "mean_tpot_ms", "mean TPOT (ms)")):
+    for ax, (metric, title) in zip(axes, ((m.key, m.plot) for m in metrics.PLOTTED)):
         xs, ys = series(record, metric)
         ax.plot(xs, ys, "o-", label=f"this run ({record.get('label') or record['topology']})")
         if previous and comparable.unlike(record, previous) is None:
@@ -39,12 +38,12 @@ def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
         if baseline and base_key and baseline.get(base_key) is not None and comparable.unlike_baseline(record) is None:
             ax.plot([tables.BASELINE_CONCURRENCY], [baseline[base_key]], "r*", markersize=12,
                     label=baseline.get("label") or "baseline")
-        if metric == "mean_tpot_ms":  # the bandwidth floor of TPOT (cost_model.py): no run gets below it
+        if metric == metrics.TPOT:  # the floor of TPOT (cost_model.py): no run gets below it
             floor = [(lv["concurrency"], lv["limit"]["floor_tpot_ms"]) for lv in record.get("levels", [])
                      if lv.get("limit")]
             if floor:
                 cpu = " (CPU figure)" if floor and (record.get("limits") or {}).get("figure") == "cpu" else ""
-                ax.plot([c for c, _ in floor], [f for _, f in floor], "g^:", label=f"bandwidth floor{cpu}")
+                ax.plot([c for c, _ in floor], [f for _, f in floor], "g^:", label=f"floor{cpu}")
         ax.set_xscale("log", base=2)
         levels = sorted({lv["concurrency"] for lv in record.get("levels", [])} | {tables.BASELINE_CONCURRENCY})
         ax.set_xticks(levels, [str(c) for c in levels])

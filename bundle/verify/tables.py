@@ -5,25 +5,13 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from bundle.verify import comparable
+from bundle.verify import comparable, metrics
 
-# (key in a level's metrics, column title, higher is better?) in the order the tables show them.
-BENCH_COLUMNS = [
-    ("output_throughput", "out tok/s", True),
-    ("total_throughput", "all tok/s", True),
-    ("mean_ttft_ms", "TTFT ms", False),
-    ("median_ttft_ms", "TTFT p50", False),
-    ("mean_tpot_ms", "TPOT ms", False),
-    ("median_tpot_ms", "TPOT p50", False),
-    ("mean_itl_ms", "ITL ms", False),
-    # Speculative decoding's mean acceptance length (accepted drafts + the bonus token per verify), as
-    # bench_serving reads it from /server_info (internal_states[0].avg_spec_accept_length) at the end of
-    # the level: a gain from speculation is only real with its acceptance. "-" without speculation.
-    ("accept_length", "accept len", True),
-]
+# (key in a level's metrics, column title, higher is better?) in the order the tables show them: the
+# catalogue's columns (bundle/verify/metrics.py).
+BENCH_COLUMNS = [(m.key, m.title, m.higher_is_better) for m in metrics.COLUMNS]
 # config bench.baseline key -> metrics key: the baseline was measured at concurrency 1.
-BASELINE_KEYS = {"output_throughput": "output_throughput", "tpot_ms": "mean_tpot_ms",
-                 "ttft_ms": "mean_ttft_ms"}
+BASELINE_KEYS = {"output_throughput": metrics.THROUGHPUT, "tpot_ms": metrics.TPOT, "ttft_ms": metrics.TTFT}
 BASELINE_CONCURRENCY = 1
 
 
@@ -143,7 +131,7 @@ def comparison_table(record: dict, baseline: dict | None, previous: dict | None,
             for base_key, metric in BASELINE_KEYS.items():
                 if baseline.get(base_key) is None:
                     continue
-                higher = {k: h for k, _, h in BENCH_COLUMNS}[metric]
+                higher = metrics.higher_is_better(metric)
                 now = base_level["metrics"].get(metric)
                 table.add_row(label, str(BASELINE_CONCURRENCY), metric,
                               _fmt(float(baseline[base_key])), _fmt(now), _change(now, baseline[base_key], higher))
@@ -160,8 +148,8 @@ def comparison_table(record: dict, baseline: dict | None, previous: dict | None,
             then_level = _level(other, level["concurrency"])
             if not (level.get("metrics") and then_level and then_level.get("metrics")):
                 continue
-            for metric in ("output_throughput", "mean_ttft_ms", "mean_tpot_ms"):
-                higher = {k: h for k, _, h in BENCH_COLUMNS}[metric]
+            for metric in (m.key for m in metrics.COMPARED):
+                higher = metrics.higher_is_better(metric)
                 now, then = level["metrics"].get(metric), then_level["metrics"].get(metric)
                 table.add_row(label, str(level["concurrency"]), metric, _fmt(then), _fmt(now),
                               _change(now, then, higher))
@@ -185,14 +173,13 @@ def soak_table(record: dict) -> Table:
         table.add_column(column, justify="left" if column == "metric" else "right", overflow="fold")
     first, last = s["first_window"], s["last_window"]
     table.add_row("requests", _fmt(first["requests"]), _fmt(last["requests"]), "")
-    for key, name in (("mean_latency_ms", "latency ms"), ("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms")):
+    for key, name in (("mean_latency_ms", "latency ms"), (metrics.TTFT, "TTFT ms"), (metrics.TPOT, "TPOT ms")):
         drift = s["drift"].get(key.replace("mean_", "").replace("_ms", "_pct"))
         table.add_row(name, _fmt(first.get(key)), _fmt(last.get(key)), "-" if drift is None else f"{drift:+.1f}%")
     return table
 
 
-def gate_lines(result: dict) -> list[str]:
-    """What the gate compared and found, one line each (plain text)."""
-    head = (f"gate {result['pct']:g}% against run {result['against']}: "
-            + ("PASS" if result["ok"] else "FAIL"))
-    return [head] + [f"  {line}" for line in (result["regressions"] or result["compared"])]
+def gate_lines(result) -> list[str]:
+    """What the gate compared and found, one line each (plain text); `result` a bench.Gated."""
+    head = f"gate {result.pct:g}% against run {result.against}: " + ("PASS" if result.ok else "FAIL")
+    return [head] + [f"  {line}" for line in (result.regressions or result.compared)]
