@@ -10,7 +10,7 @@
     .venv/bin/python benchmarks/bench_census.py [--rounds 200] [--no-census]
 
 Prints the medians and ratios and appends one JSON line to runs/benchmarks/bench_census.jsonl. The census
-needs the rehearsal image (`make rehearsal-image`, or `python -m bundle.images.rehearsal image`).
+needs the rehearsal image (`make rehearsal-image`, or `python -m bundle.rehearsal.shared.image image`).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"offline scorer: median {result['score_ms_median']:.2f} ms a figure; rendering its table "
           f"{result['table_ms_median']:.2f} ms; ratio {result['ratio_score_over_table']:.2f}")
     if not args.no_census:
-        from bundle.images import rehearsal
+        from bundle.rehearsal.shared import image as rehearsal
         from bundle.stack import engine
 
         image = rehearsal.image_tag()
