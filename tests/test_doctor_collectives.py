@@ -302,3 +302,14 @@ def test_the_doctor_check_names_a_decode_all_reduces_latency_in_the_chosen_setti
     assert result.status is Level.OK and "PCIe-safe" in result.summary
     assert "8 KiB all-reduce 15.2 us (nccl no p2p on 4 GPUs)" in result.summary
     assert result.details["latency"]["groups"]["tp4"]["settings"]["nccl no p2p"]["8192"] == pytest.approx(15.2e-6)
+
+
+def test_captured_h100_latency_sweep_reads_every_size_and_why_custom_ar_was_off():
+    on = run_of("captured_h100x1_latency_p2p_on.txt", "on", gpus=(0,))
+    off = run_of("captured_h100x1_latency_p2p_off.txt", "off", gpus=(0,))
+    for run in (on, off):
+        assert run.ok and run.nccl_version == "2.28.9"
+        assert sorted(run.latency_s) == [8192 * 2 ** i for i in range(8)]
+        assert all(5e-6 < s < 1e-3 for s in run.latency_s.values())  # one rank: NCCL's call, tens of us
+    assert on.custom_ar["on"] is False and "does not import here" in on.custom_ar["reason"]
+    assert off.custom_ar == {}  # not asked for without P2P: SGLang's kernel needs it
