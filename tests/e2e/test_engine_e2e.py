@@ -4,7 +4,8 @@ this module run in order on one worker; each takes its topology down before the 
 
 - tp4: launch, smoke (every check), down.
 - pd: launch (readiness through smg, attestation of what the real server resolved), smoke (every check,
-  the PD path proven by SGLang's own counters), bench C=1 and C=8 with tiny sizes, decode's server
+  the PD path proven by SGLang's own counters), bench C=1 and C=8 with tiny sizes and `--profile 1`
+  (SGLang's own profiler on both servers, CPU activities, reduced by kernel family), decode's server
   process SIGKILLed FROM THE HOST (tests/e2e/host_faults.py: a `docker kill` is an operator's stop, for
   which Docker skips the restart policy), the restart policy bringing it back, smoke again, down.
 - dp: launch (two replicas), smoke (each replica generates a request sent straight to it, and smg
@@ -162,7 +163,7 @@ def test_tp4_on_the_real_engine_serves_and_smokes(engine, capsys):
         _down_leaves_nothing(engine, "tp4")
 
 
-@pytest.mark.timeout(LAUNCH_S + 2 * BENCH_LEVEL_S + BACK_S + SMOKE_AGAIN_S + REST_S)
+@pytest.mark.timeout(LAUNCH_S + 3 * BENCH_LEVEL_S + BACK_S + SMOKE_AGAIN_S + REST_S)
 def test_pd_on_the_real_engine_serves_smokes_benches_and_recovers_from_a_sigkill(engine, capsys):
     pd_project = f"{engine.project}-pd"
     with _launched(engine, "pd"):
@@ -180,16 +181,37 @@ def test_pd_on_the_real_engine_serves_smokes_benches_and_recovers_from_a_sigkill
         capsys.readouterr()
         assert main(["bench", "pd", "-c", str(engine.config), "--concurrency", "1", "8", "--input-len", "16",
                      "--output-len", "8", "--prompts-per-concurrency", "1", "--level-timeout", f"{BENCH_LEVEL_S}s",
-                     "--json"]) == 0
-        record = json.loads(capsys.readouterr().out)  # the run's JSON record (indented: the whole of stdout)
+                     "--profile", "1", "--json"]) == 0
+        captured = capsys.readouterr()
+        record = json.loads(captured.out)  # the run's JSON record (indented: the whole of stdout)
         assert [lv["status"] for lv in record["levels"]] == ["ok", "ok"]
         assert all(lv["metrics"]["completed"] == lv["concurrency"] for lv in record["levels"])
+        _assert_profiled(pd_project, record["run_id"], captured.err)
 
         restarts = _inspect(pd_project, "decode")["RestartCount"]
         sigkill(pd_project, "decode")  # a crash to Docker (exit 137), so its restart policy acts
         _back_healthy(pd_project, "decode", restarts)
         _smoke_passes_again(engine, "pd", capsys)
         _down_leaves_nothing(engine, "pd")
+
+
+def _assert_profiled(project: str, run_id: str, printed: str) -> None:
+    """`bench --profile 1`: SGLang's profiler on both servers, CPU activities (the servers say they run
+    on CPU), decode's steps by kernel family from the pinned SGLang's own spans and frames."""
+    from bundle.stack import runstate
+
+    profile = json.loads((runstate.project_dir(project) / run_id / "profile" / "profile.json").read_text())
+    servers = {s["role"]: s for s in profile["servers"]}
+    assert set(servers) == {"prefill", "decode"} and profile["level"]["status"] == "ok", profile
+    for server in servers.values():
+        assert server["activities"] == ["CPU"] and server["problem"] is None and server["profiles"], server
+    decode = servers["decode"]["profiles"][0]
+    assert decode["activities"] == "CPU" and decode["stage"] == "DECODE" and decode["steps"] >= 2, decode
+    families = {f["family"] for f in decode["families"]}
+    assert {"dense GEMM", "attention and indexer", "sampling"} <= families, families
+    assert all(f["libraries"] for f in decode["families"])
+    assert servers["prefill"]["profiles"][0]["stage"] == "EXTEND"  # pd's prefill server never decodes
+    assert "CPU ops (torch's profiler, CPU activities only" in printed and "idle gaps" in printed
 
 
 # 231 s (2026-12-03, on two workers): two SGLang replicas on CPU, a SIGKILL and a model reload.
