@@ -99,15 +99,17 @@ def _listed(stack, service: str, profile_id: str) -> dict[str, int]:
     return files
 
 
-def _wait_for_traces(stack, service: str, profile_id: str, *, timeout_s: float,
+def _wait_for_traces(stack, service: str, profile_id: str, *, appear_s: float, timeout_s: float,
                      sleep: Callable[[float], None]) -> list[str]:
-    """The trace files once their sizes hold still between two listings, or what is there at the bound."""
-    deadline, last = time.monotonic() + timeout_s, {}
+    """The trace files once their sizes hold still between two listings; [] when none appeared within
+    `appear_s`; what is there at `timeout_s` otherwise (a trace still being written is then cut)."""
+    started, last = time.monotonic(), {}
     while True:
         now = _listed(stack, service, profile_id)
         if now and now == last:
             return sorted(now)
-        if time.monotonic() >= deadline:
+        waited = time.monotonic() - started
+        if (not now and waited >= appear_s) or waited >= timeout_s:
             return sorted(now)
         last = now
         sleep(POLL_S)
@@ -122,11 +124,16 @@ def collect(stack, workers: Workers, servers: list[ServerProfile], profile_id: s
         if server.problem:
             continue
         service = services[server.role]
-        names = _wait_for_traces(stack, service, profile_id, timeout_s=10.0, sleep=sleep)
+        names = _wait_for_traces(stack, service, profile_id, appear_s=10.0, timeout_s=timeout_s, sleep=sleep)
         if not names:
             # fewer batches than num_steps + 1 came: stop it, and the scheduler writes what it has
-            workers.post(server.role, "/stop_profile", {}, timeout=timeout_s)
-            names = _wait_for_traces(stack, service, profile_id, timeout_s=timeout_s, sleep=sleep)
+            stopped = workers.post(server.role, "/stop_profile", {}, timeout=timeout_s)
+            if stopped.status != 200:  # never started: this server ran no step of the level
+                server.problem = (f"it ran no step of the profiled level (/stop_profile answered "
+                                  f"{stopped.status or 'nothing'}: {stopped.text.strip()[:200] or 'no text'})")
+                continue
+            names = _wait_for_traces(stack, service, profile_id, appear_s=timeout_s, timeout_s=timeout_s,
+                                     sleep=sleep)
         if not names:
             server.problem = (f"no trace in {PROFILE_DIR}/{profile_id} of {service} within {timeout_s:.0f} s "
                               f"(see the server's log: `bundle logs`)")
@@ -144,6 +151,10 @@ def collect(stack, workers: Workers, servers: list[ServerProfile], profile_id: s
                 server.profiles.append(profile_trace.reduce_file(path))
             except profile_trace.TraceUnreadable as exc:
                 server.problem = str(exc)
+        try:  # copied: the container's /tmp keeps nothing a later profile needs
+            stack.exec(service, ["rm", "-rf", f"{PROFILE_DIR}/{profile_id}"])
+        except BundleError:
+            pass
     return servers
 
 
