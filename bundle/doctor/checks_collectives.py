@@ -8,6 +8,7 @@ from bundle.doctor import allreduce_latency, p2p_decision
 from bundle.doctor.checks_gpu import _no_gpu_facts
 from bundle.doctor.context import HostContext
 from bundle.doctor.core import CheckResult, fail, ok, skip, warn
+from bundle.errors import BundleError
 
 
 def nccl_allreduce(ctx: HostContext) -> CheckResult:
@@ -23,7 +24,10 @@ def nccl_allreduce(ctx: HostContext) -> CheckResult:
                     "build or pull the image (`make image` / `bundle pull`), then run the doctor again")
     runs = p2p_decision.probe_groups(groups, image=ctx.image, where=where)  # pragma: no cover - gpu
     record = allreduce_latency.record_of(runs)  # pragma: no cover - gpu
-    allreduce_latency.write(record)  # pragma: no cover - gpu
+    try:  # pragma: no cover - gpu
+        record["written_to"] = str(allreduce_latency.write(record))
+    except (OSError, BundleError) as exc:  # pragma: no cover - gpu (no project folder, a read-only runs/)
+        record["not_written"] = str(exc)
     return judge(runs, p2p_decision.topology_links(groups, ctx.topology), ctx.pcie_safe_collectives,
                  record)  # pragma: no cover - gpu
 
