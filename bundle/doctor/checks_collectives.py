@@ -67,4 +67,5 @@ def _smallest_message(record: dict | None, pcie_safe: bool) -> str:
             smallest = min(latency.seconds_by_bytes)
             parts.append(f"{smallest // 1024} KiB all-reduce {latency.seconds_by_bytes[smallest] * 1e6:.1f} us "
                          f"({latency.setting} on {width} GPUs)")
-    return ("; " + "; ".join(parts) + f" (kept in {allreduce_latency.RECORD_NAME})") if parts else ""
+    kept = f" (kept in {record['written_to']})" if record.get("written_to") else ""
+    return ("; " + "; ".join(parts) + kept) if parts else ""
