@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against", metavar="RUN",
                         help="the run id (runs/<project>/bench.jsonl, e.g. 20261201-083000-bench) the table and "
                              "--gate compare with (default: the previous run; the table names its label)")
-    parser.add_argument("--profile", type=int, nargs="?", const=0, metavar="C",
+    parser.add_argument("--profile", type=int, nargs="?", const=0, metavar="C",  # 0: service's PROFILE_HIGHEST
                         help="after the levels, run level C (alone: the highest) once more with SGLang's own "
                              "profiler on every server for a few steps, and print each server's time per "
                              "step by kernel family (traces under the run's profile/ folder)")

@@ -33,8 +33,8 @@ PROFILE_DIR = "/tmp/bundle-profile"  # inside each server's container
 DEFAULT_STEPS = 3  # a few decode steps: enough to average, small enough to keep a GPU trace small
 WRITE_WAIT_S = 120.0  # after the traffic: torch's export of a trace takes seconds (a GPU server's, tens)
 POLL_S = 2.0
-# Prints each finished trace of a profile id as base64 (the scheduler writes it whole, then renames nothing:
-# a file is taken only once its size stops changing between two listings).
+# Lists a profile id's traces with their sizes, "NAME BYTES" a line: the scheduler writes a trace in place,
+# so a file is taken only once its size holds still between two listings.
 _LIST = "ls -1 {dir} 2>/dev/null | grep -F -- {pid} | grep '\\.trace\\.json\\.gz$' | while read f; do " \
         "printf '%s %s\\n' \"$f\" \"$(wc -c < {dir}/\"$f\")\"; done"
 _READ = "import base64, sys; sys.stdout.write(base64.b64encode(open(sys.argv[1], 'rb').read()).decode())"
@@ -99,8 +99,7 @@ def _listed(stack, service: str, profile_id: str) -> dict[str, int]:
     return files
 
 
-def _wait_for_traces(stack, service: str, profile_id: str, *, appear_s: float, timeout_s: float,
-                     sleep: Callable[[float], None]) -> list[str]:
+def _wait_for_traces(stack, service: str, profile_id: str, *, appear_s: float, timeout_s: float) -> list[str]:
     """The trace files once their sizes hold still between two listings; [] when none appeared within
     `appear_s`; what is there at `timeout_s` otherwise (a trace still being written is then cut)."""
     started, last = time.monotonic(), {}
@@ -112,19 +111,18 @@ def _wait_for_traces(stack, service: str, profile_id: str, *, appear_s: float, t
         if (not now and waited >= appear_s) or waited >= timeout_s:
             return sorted(now)
         last = now
-        sleep(POLL_S)
+        time.sleep(POLL_S)
 
 
 def collect(stack, workers: Workers, servers: list[ServerProfile], profile_id: str, dest: Path, *,
-            services: dict[str, str], timeout_s: float = WRITE_WAIT_S,
-            sleep: Callable[[float], None] = time.sleep) -> list[ServerProfile]:
+            services: dict[str, str], timeout_s: float = WRITE_WAIT_S) -> list[ServerProfile]:
     """After the traffic: each armed server's traces copied to `dest` and reduced."""
     dest.mkdir(parents=True, exist_ok=True)
     for server in servers:
         if server.problem:
             continue
         service = services[server.role]
-        names = _wait_for_traces(stack, service, profile_id, appear_s=10.0, timeout_s=timeout_s, sleep=sleep)
+        names = _wait_for_traces(stack, service, profile_id, appear_s=10.0, timeout_s=timeout_s)
         if not names:
             # fewer batches than num_steps + 1 came: stop it, and the scheduler writes what it has
             stopped = workers.post(server.role, "/stop_profile", {}, timeout=timeout_s)
@@ -132,8 +130,7 @@ def collect(stack, workers: Workers, servers: list[ServerProfile], profile_id: s
                 server.problem = (f"it ran no step of the profiled level (/stop_profile answered "
                                   f"{stopped.status or 'nothing'}: {stopped.text.strip()[:200] or 'no text'})")
                 continue
-            names = _wait_for_traces(stack, service, profile_id, appear_s=timeout_s, timeout_s=timeout_s,
-                                     sleep=sleep)
+            names = _wait_for_traces(stack, service, profile_id, appear_s=timeout_s, timeout_s=timeout_s)
         if not names:
             server.problem = (f"no trace in {PROFILE_DIR}/{profile_id} of {service} within {timeout_s:.0f} s "
                               f"(see the server's log: `bundle logs`)")
