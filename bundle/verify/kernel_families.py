@@ -64,6 +64,7 @@ _LIBRARY_NAME = (
     ("sgl-kernel", _any(r"sgl_kernel|sglang|cross_device_reduce")),
     ("Triton", _any(r"^triton_")),  # inductor's generated kernels
     ("PyTorch", _any(r"at::native|at_cuda_detail|^aten::|^void at::")),
+    ("CUDA copies", _any(r"^mem(cpy|set)\b")),  # the trace's gpu_memcpy / gpu_memset: "Memcpy DtoH ..."
 )
 # Python packages in the launching frames: the library that launched a kernel whose name is its own.
 _LIBRARY_FRAME = (

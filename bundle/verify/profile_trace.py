@@ -227,7 +227,7 @@ def _table(work, steps, *, gpu: bool, source: str, stage: str, outside: int) -> 
 
 def _short(name: str, limit: int = 60) -> str:
     """A kernel's name without its template arguments and parameter list, cut to `limit`."""
-    text = name[5:] if name.startswith("void ") else name
+    text = (name[5:] if name.startswith("void ") else name).replace("(anonymous namespace)::", "")
     depth, out = 0, []
     for ch in text:
         if ch in "<(":
