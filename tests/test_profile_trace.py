@@ -103,6 +103,11 @@ def test_a_cpu_trace_of_steps_reads_its_innermost_ops_and_says_it_is_cpu(tmp_pat
     ("nvjet_sm90_tst_256x8_64x6_2x1_v_bz_NNT", ("cuLaunchKernelEx", "aten::mm"), kf.DENSE_GEMM, "cuBLAS"),
     ("aten::mm", ("aten::matmul", "sglang/srt/layers/moe/fused_moe_native.py(60): moe_forward_native"),
      kf.MOE, "PyTorch"),
+    # a projection inside the attention module is a dense GEMM (SGLang's Llama on the CPU engine)
+    ("aten::mm", ("aten::matmul", "aten::linear", "sglang/srt/layers/linear.py(612): forward",
+                  "nn.Module: QKVParallelLinear_0", "nn.Module: LlamaAttention_0"), kf.DENSE_GEMM, "PyTorch"),
+    ("aten::_scaled_dot_product_flash_attention_for_cpu", ("aten::scaled_dot_product_attention",),
+     kf.ATTENTION, "PyTorch"),
     ("aten::softmax", ("sglang/srt/layers/sampler.py(98): forward",), kf.SAMPLING, "PyTorch"),
     ("aten::add", ("sglang/srt/layers/layernorm.py(130): forward_native",), kf.ELEMENTWISE, "PyTorch"),
     ("gloo:all_reduce", (), kf.COLLECTIVES, "other"),

@@ -86,12 +86,13 @@ def _family(name: str, context: tuple[str, ...]) -> str:
     for family, pattern in _NAME_FAMILY:
         if pattern.search(name):
             return family
-    for frame in context:
-        for family, pattern in _CONTEXT_FAMILY:
-            if pattern.search(frame):
-                return family
+    around = next((family for frame in context for family, pattern in _CONTEXT_FAMILY if pattern.search(frame)),
+                  None)
     if _GEMM.search(name):
-        return DENSE_GEMM
+        # a GEMM is the MoE's inside the MoE layer; elsewhere (attention's projections too) a dense one
+        return MOE if around == MOE else DENSE_GEMM
+    if around is not None:
+        return around
     if _ELEMENTWISE.search(name):
         return ELEMENTWISE
     return OTHER

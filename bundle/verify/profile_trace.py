@@ -3,11 +3,14 @@ one decode step's time by kernel family (bundle/verify/kernel_families.py), with
 kernels.
 
 Steps are SGLang's own spans: ModelRunner wraps each forward in `record_function("step[DECODE bs=N]")`
-(sglang/srt/utils/profile_utils.py, build_step_span_name). A GPU kernel belongs to the step whose span
-holds the CPU call that launched it (the trace links them by `correlation`), so kernels replayed from
-a CUDA graph count too; its family is read from its name and the Python frames around that launch.
-Where the trace has no GPU kernels (the CPU engine rehearsal: torch's profiler with CPU activities
-only) the innermost CPU ops are the work, on the thread that ran the steps, and the table says so.
+(sglang/srt/utils/profile_utils.py, build_step_span_name). The sampler runs after that span closes
+(`layers/sampler.py`'s forward, called by the worker once the logits are out), so a step's window runs
+on to the end of the sampler call that follows it, when the trace has the Python frames to show it
+(SGLang's default `with_stack`). A GPU kernel belongs to the step whose window holds the CPU call that
+launched it (the trace links them by `correlation`), so kernels replayed from a CUDA graph count too;
+its family is read from its name and the Python frames around that launch. Where the trace has no GPU
+kernels (the CPU engine rehearsal: torch's profiler with CPU activities only) the CPU ops are the work,
+each counted by its self time (its duration less the ops inside it), and the table says so.
 
 A step's idle time is its span less the union of its kernels' intervals: launch gaps, host work, the
 wait on a collective's peer. On GPU the span runs from the step's first kernel to its last.
@@ -30,6 +33,7 @@ GPU_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCHES = ("cuda_runtime", "cuda_driver")
 CPU_NESTING = ("cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver")
 _STEP = re.compile(r"^step\[(?P<stage>[A-Z_]+)\b")
+_SAMPLER = re.compile(r"sglang/srt/layers/sampler\.py\(\d+\): forward$")
 TOP_KERNELS = 3  # named per family in the table
 
 
@@ -96,7 +100,7 @@ class _Event:
     thread: tuple
     correlation: int | None
     context: tuple[str, ...] = ()  # the enclosing events' names on its thread, innermost first
-    leaf: bool = True
+    self_us: float = 0.0  # a CPU op's duration less the ops directly inside it
 
 
 def _events(trace: dict) -> list[_Event]:
@@ -112,7 +116,7 @@ def _events(trace: dict) -> list[_Event]:
 
 
 def _nest(events: list[_Event]) -> None:
-    """Each CPU-side event's context (enclosing events on its thread) and whether it is a leaf op."""
+    """Each CPU-side event's context (enclosing events on its thread) and each CPU op's self time."""
     by_thread: dict[tuple, list[_Event]] = defaultdict(list)
     for e in events:
         if e.cat in CPU_NESTING:
@@ -125,9 +129,10 @@ def _nest(events: list[_Event]) -> None:
                 stack.pop()
             e.context = tuple(s.name for s in reversed(stack))
             if e.cat == "cpu_op":
-                for s in stack:
-                    if s.cat == "cpu_op":
-                        s.leaf = False  # an op with an op inside is not where the work is
+                e.self_us = e.end - e.ts
+                parent = next((s for s in reversed(stack) if s.cat == "cpu_op"), None)
+                if parent is not None:
+                    parent.self_us -= e.end - e.ts
             stack.append(e)
 
 
@@ -158,15 +163,16 @@ def reduce(trace: dict, *, source: str = "", stage: str | None = None) -> StepPr
     if not steps:
         raise TraceUnreadable(f"{source or 'trace'}: no {chosen} step (stages here: {', '.join(sorted(stages))})")
     gpu = any(e.cat == "kernel" for e in events)
-    starts = [s.ts for s in steps]
+    windows = _windows(steps, events)
+    starts = [w[0] for w in windows]
 
     def step_of(at: float, thread=None) -> int | None:
         i = bisect.bisect_right(starts, at) - 1
-        if i >= 0 and at < steps[i].end and (thread is None or steps[i].thread == thread):
+        if i >= 0 and at < windows[i][1] and (thread is None or steps[i].thread == thread):
             return i
         return None
 
-    work: list[tuple[int, _Event, tuple[str, ...]]] = []  # (step, event, its context)
+    work: list[tuple[int, _Event, tuple[str, ...], float]] = []  # (step, event, its context, its ms)
     outside = 0
     if gpu:
         launches = {e.correlation: e for e in events if e.cat in LAUNCHES and e.correlation is not None}
@@ -178,32 +184,49 @@ def reduce(trace: dict, *, source: str = "", stage: str | None = None) -> StepPr
             if i is None:
                 outside += 1
                 continue
-            work.append((i, e, (launch.name, *launch.context)))
+            work.append((i, e, (launch.name, *launch.context), (e.end - e.ts) / 1000.0))
     else:
         threads = {s.thread for s in steps}
         for e in events:
-            if e.cat == "cpu_op" and e.leaf and e.thread in threads:
+            if e.cat == "cpu_op" and e.thread in threads:
                 i = step_of(e.ts, e.thread)
                 if i is not None:
-                    work.append((i, e, e.context))
-    return _table(work, steps, gpu=gpu, source=source, stage=chosen, outside=outside)
+                    work.append((i, e, e.context, max(0.0, e.self_us) / 1000.0))
+    return _table(work, steps, windows, gpu=gpu, source=source, stage=chosen, outside=outside)
 
 
-def _table(work, steps, *, gpu: bool, source: str, stage: str, outside: int) -> StepProfile:
+def _windows(steps: list[_Event], events: list[_Event]) -> list[tuple[float, float]]:
+    """Each step's (start, end): its span, run on to the end of the sampler call that follows it before
+    the next step starts (SGLang samples after the forward's span closes)."""
+    ends = [s.end for s in steps]
+    starts = [s.ts for s in steps]
+    for e in events:
+        if e.cat != "python_function" or not _SAMPLER.search(e.name):
+            continue
+        i = bisect.bisect_right(starts, e.ts) - 1
+        if i < 0 or steps[i].thread != e.thread or e.ts < steps[i].end:
+            continue  # before the first step, another thread's, or inside the span already
+        if i + 1 < len(steps) and e.ts >= starts[i + 1]:
+            continue
+        ends[i] = max(ends[i], e.end)
+    return list(zip(starts, ends))
+
+
+def _table(work, steps, windows, *, gpu: bool, source: str, stage: str, outside: int) -> StepProfile:
     n = len(steps)
     per_family: dict[str, list[tuple[_Event, str]]] = defaultdict(list)
     per_step: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    for i, e, context in work:
+    for i, e, context, ms in work:
         kind = kernel_families.classify(e.name, context)
-        per_family[kind.family].append((e, kind.library))
+        per_family[kind.family].append((e, kind.library, ms))
         per_step[i].append((e.ts, e.end))
     spans, idle = [], []
-    for i, s in enumerate(steps):
+    for i, (start, end) in enumerate(windows):
         intervals = per_step.get(i, [])
         if gpu:
             span = ((max(b for _, b in intervals) - min(a for a, _ in intervals)) / 1000.0) if intervals else 0.0
         else:
-            span = (s.end - s.ts) / 1000.0
+            span = (end - start) / 1000.0
         spans.append(span)
         idle.append(max(0.0, span - _union_ms(intervals)))
     families = []
@@ -213,10 +236,9 @@ def _table(work, steps, *, gpu: bool, source: str, stage: str, outside: int) -> 
             continue
         libs: dict[str, float] = defaultdict(float)
         names: dict[tuple[str, str], float] = defaultdict(float)
-        for e, lib in items:
-            ms = (e.end - e.ts) / 1000.0 / n
-            libs[lib] += ms
-            names[(_short(e.name), lib)] += ms
+        for e, lib, ms in items:
+            libs[lib] += ms / n
+            names[(_short(e.name), lib)] += ms / n
         top = sorted(((k[0], k[1], v) for k, v in names.items()), key=lambda t: -t[2])[:TOP_KERNELS]
         families.append(FamilyTime(family, sum(libs.values()), len(items) / n,
                                    dict(sorted(libs.items(), key=lambda kv: -kv[1])), top))
