@@ -15,6 +15,7 @@ from bundle.verify import profile_trace
 from tests.conftest import require_module
 
 H100_TRACE = Path(__file__).parent / "data" / "profile" / "h100_decode_like.trace.json.gz"
+ENGINE_TRACE = Path(__file__).parent / "data" / "profile" / "engine_pd_decode.trace.json.gz"
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +55,21 @@ def test_the_table_names_the_activities_and_every_family():
     assert "3 DECODE steps" in text and "GPU kernels (CUDA)" in text
     for family in (kf.MOE, kf.DENSE_GEMM, kf.ATTENTION, kf.SAMPLING, kf.ELEMENTWISE, kf.IDLE):
         assert family in text
+
+
+def test_the_engine_rehearsals_decode_trace_reads_sglangs_own_steps_frames_and_sampler():
+    """SGLang's own trace (the CPU engine rehearsal's pd decode server, `bench --profile`): CPU ops by self
+    time, the projections as dense GEMMs, SDPA as attention, and the sampler that SGLang calls after the
+    step's span closes counted in the step."""
+    engine = profile_trace.reduce_file(ENGINE_TRACE)
+    assert engine.activities == "CPU" and engine.stage == "DECODE" and engine.steps == 3
+    assert {kf.DENSE_GEMM, kf.ATTENTION, kf.ELEMENTWISE, kf.SAMPLING} <= {f.family for f in engine.families}
+    assert engine.family(kf.DENSE_GEMM).top[0][:2] == ("aten::mm", "PyTorch")
+    assert engine.family(kf.ATTENTION).top[0][0] == "aten::_scaled_dot_product_flash_attention_for_cpu"
+    # self times of nested ops add up to the ops' union: families plus gaps are the step's window
+    busy = sum(f.ms_per_step for f in engine.families)
+    assert busy + engine.idle_ms == pytest.approx(engine.step_ms, rel=1e-3)
+    assert engine.family(kf.DENSE_GEMM).ms_per_step > engine.idle_ms / 2  # the GEMMs, not the gaps, lead
 
 
 def test_a_cpu_trace_of_steps_reads_its_innermost_ops_and_says_it_is_cpu(tmp_path):
