@@ -1,8 +1,13 @@
 """A small CUDA trace from torch's profiler over kernels of the families a DeepSeek-V4 decode step runs
 (bundle's profile parser is tested on it): bf16 GEMMs (cuBLAS), a grouped "MoE" loop of GEMMs, a Triton
-kernel, attention (SDPA: FlashAttention), RMS norm and elementwise, softmax/top-k/multinomial sampling,
+kernel, attention (SDPA), RMS norm and elementwise, softmax/top-k/multinomial sampling,
 each decode step under record_function("step[DECODE bs=4]") as SGLang's ModelRunner names its steps."""
-import gzip, json, os, shutil, sys, time
+import gzip
+import json
+import os
+import shutil
+import sys
+import time
 
 import torch
 import torch.nn.functional as F
