@@ -15,7 +15,7 @@ from bundle.paths import PACKAGE_DIR
 ALLOWED = {
     "cli.py::main": "the command line's last word: an interrupt's one line on stderr, after the verb has "
                     "ended (a BundleError prints on a rich stderr console beside it)",
-    "doctor/nccl_probe.py": "a standalone script run with the host's Python or inside the worker image, where "
+    "doctor/allreduce_probe.py": "a standalone script run with the host's Python or inside the worker image, where "
                             "the bundle package need not be installed",
     "doctor/nixl_probe.py": "the same, for NIXL",
     "verify/bench_launcher.py": "runs inside the bench container around bench_serving",

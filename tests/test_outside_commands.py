@@ -20,7 +20,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "bundle"
 # Where `subprocess` stays, and why.
 ALLOWED = {
     "run.py": "the funnel itself",
-    "doctor/nccl_probe.py": "a standalone script (standard library and torch only) run with the host's Python or "
+    "doctor/allreduce_probe.py": "a standalone script (standard library and torch only) run with the host's Python or "
                             "inside the worker image, where the bundle package need not be installed: it starts "
                             "one worker process per GPU itself",
     "doctor/nixl_probe.py": "the same, for NIXL: it starts the target side of the transfer as its own process",

@@ -1,5 +1,5 @@
 """`bundle bench [tp4|pd|dp] [-c FILE] [--concurrency 1 8] [--input-len N] [--output-len N]
-[--prompts-per-concurrency N] [--level-timeout DURATION] [--label TEXT]`
+[--prompts-per-concurrency N] [--level-timeout DURATION] [--label TEXT] [--profile [C]]`
 
 SGLang's bench_serving inside the image against the running topology's front door service, with the
 original method by default (random 256 in / 256 out, C = 1 and 8, 4 x C prompts). Exit 0 when every
@@ -41,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against", metavar="RUN",
                         help="the run id (runs/<project>/bench.jsonl, e.g. 20261201-083000-bench) the table and "
                              "--gate compare with (default: the previous run; the table names its label)")
+    parser.add_argument("--profile", type=int, nargs="?", const=0, metavar="C",  # 0: service's PROFILE_HIGHEST
+                        help="after the levels, run level C (alone: the highest) once more with SGLang's own "
+                             "profiler on every server for a few steps, and print each server's time per "
+                             "step by kernel family (traces under the run's profile/ folder)")
     parser.add_argument("--json", action="store_true", help="print the run's JSON record on stdout")
 
 
@@ -51,7 +55,7 @@ def request_of(args: argparse.Namespace):
                         input_len=args.input_len, output_len=args.output_len,
                         prompts_per_concurrency=args.prompts_per_concurrency, level_timeout=args.level_timeout,
                         range_ratio=args.range_ratio, label=args.label, gate=args.gate, against=args.against,
-                        soak=args.soak)
+                        soak=args.soak, profile=args.profile)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,6 +87,11 @@ def run(args: argparse.Namespace) -> int:
                                              unlike_previous=benched.unlike_previous)
         console.print(comparison if comparison is not None else
                       "nothing to compare with: no C=1 level for the baseline, no previous run")
+    if benched.profile is not None:
+        from bundle.verify import server_profile
+
+        for line in server_profile.lines(benched.profile):
+            console.print(line, markup=False)
     console.print(f"recorded: {benched.history_path} (run {benched.result.run_id}); details: {benched.run_dir}"
                   + (f"; plot: {benched.plot}" if benched.plot else "; no plot (pip install '.[plot]' for matplotlib)"))
     gated = _gate(args, benched.history, result, benched.run_dir, console) if args.gate is not None else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bundle.doctor import checks_docker, checks_gpu, checks_host, checks_model, checks_nccl, checks_nixl, checks_ports
+from bundle.doctor import checks_docker, checks_gpu, checks_host, checks_collectives, checks_model, checks_nixl, checks_ports
 from bundle.doctor import checks_signature
 from bundle.checks import selected
 from bundle.doctor.core import Check, Report, run_check
@@ -14,7 +14,7 @@ CHECKS: tuple[Check, ...] = (
     Check("driver", "NVIDIA driver (CUDA 13)", checks_gpu.driver),
     Check("gpus", "GPUs and compute capability", checks_gpu.gpus),
     Check("p2p", "GPU peer-to-peer topology", checks_gpu.p2p_topology),
-    Check("nccl", "NCCL all-reduce, P2P on and off", checks_nccl.nccl_allreduce),
+    Check("nccl", "NCCL all-reduce, P2P on and off", checks_collectives.nccl_allreduce),
     Check("docker", "Docker and Compose", checks_docker.docker_versions),
     Check("nvidia-runtime", "NVIDIA container runtime", checks_docker.nvidia_runtime),
     Check("shm", "Shared memory (/dev/shm)", checks_host.shared_memory),

@@ -18,13 +18,14 @@ from bundle.errors import BundleError, Failed, UsageError
 from bundle.stack import runstate
 from bundle.stack.frontdoor import front_door
 from bundle.topology import PREFILL, Topology
-from bundle.verify import bench, comparable, limits, runstore
+from bundle.verify import bench, comparable, limits, runstore, server_profile
 from bundle.reporter import Reporter
 from bundle.verify.plot import plot_bench
 from bundle.api import StackView
 
 # A log gets a progress line at most this often (a terminal shows it live in the status line).
 PROGRESS_EVERY_S = 15.0
+PROFILE_HIGHEST = 0  # BenchRequest.profile: the highest level
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class BenchRequest:
     gate: float | None = None  # percent a metric may get worse than the reference; None: no gate
     against: str | None = None  # the run id the table and the gate compare with; None: the previous
     soak: str | None = None  # a duration: one concurrency for this long, in place of the levels
+    profile: int | None = None  # a level's concurrency to profile with SGLang's profiler (PROFILE_HIGHEST: the highest)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Benched:
     compared_as: str  # how the table names it: "run" (named) or "previous run"
     unlike_previous: dict | None  # the latest run unlike this one, when none is like it
     plot: Path | None  # None without matplotlib
+    profile: list[server_profile.ServerProfile] | None = None  # --profile: each server's table
 
     @property
     def bad_levels(self) -> tuple[bench.LevelResult, ...]:
@@ -81,6 +84,9 @@ def check(request: BenchRequest) -> None:
         raise UsageError("--concurrency levels must be at least 1")
     if request.gate is not None and (request.gate < 0 or request.soak):
         raise UsageError("--gate takes a percentage >= 0 and gates a benchmark, not a soak")
+    if request.profile is not None and (request.profile < 0 or request.soak):
+        raise UsageError("--profile takes a level's concurrency (or nothing: the highest) and profiles a "
+                         "benchmark's level, not a soak")
 
 
 def stack_gone(stack, front_service: str) -> str | None:
@@ -144,6 +150,7 @@ def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
                       input_len=request.input_len, output_len=request.output_len,
                       prompts_per_concurrency=request.prompts_per_concurrency,
                       level_timeout=request.level_timeout, range_ratio=request.range_ratio, label=request.label)
+    profiled_level = _profiled_level(plan, request.profile)
     path = history_path(record.project)
     history = runstore.read_jsonl(path)
     against, compared_as = None, "previous run"
@@ -181,8 +188,43 @@ def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
     previous = against or runstore.previous_bench(history, result)
     unlike_previous = None if previous else comparable.latest_unlike(history, result)
     plot = plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
+    profile = (_profile(dep, topology, record, stack, plan, profiled_level, run_dir, reporter)
+               if profiled_level is not None else None)
     return Benched(bench.BenchResult(result), run_dir, history, path, baseline, previous, compared_as,
-                   unlike_previous, plot)
+                   unlike_previous, plot, profile)
+
+
+def _profiled_level(plan: bench.BenchPlan, concurrency: int | None):
+    """The level `--profile C` names (PROFILE_HIGHEST: the highest), or None; a C the plan lacks is a
+    usage error, before anything runs."""
+    if concurrency is None:
+        return None
+    levels = {lv.concurrency: lv for lv in plan.levels}
+    wanted = max(levels) if concurrency == PROFILE_HIGHEST else concurrency
+    if wanted not in levels:
+        raise UsageError(f"--profile {concurrency}: no level of concurrency {concurrency} in this run "
+                         f"(levels: {', '.join(map(str, levels))})", hint="name one of the levels, or give "
+                         "--profile alone for the highest")
+    return levels[wanted]
+
+
+def _profile(dep, topology, record, stack, plan, level, run_dir, reporter) -> list[server_profile.ServerProfile]:
+    """`--profile`: the level run once more with SGLang's profiler armed on every server (not measured)."""
+    from bundle.stack.workers import ComposeWorkers
+
+    servers = {role.name: role.name for role in dep.roles(topology)}
+    workers = ComposeWorkers(stack, servers, port=dep.network.worker_port)
+    reporter.print(f"profile: C={level.concurrency} once more with SGLang's profiler on {', '.join(servers)} "
+                   f"({server_profile.DEFAULT_STEPS} steps a stage; not a measured level)")
+    with reporter.status("profiling ..."):
+        profiled, entry = server_profile.profile_level(
+            stack, workers, level, plan, run_dir=run_dir, project=record.project, api_key_file=dep.api_key_file,
+            redact=front_door(dep, topology).redact, services=servers,
+            stack_gone=lambda: stack_gone(stack, topology.front_service))
+    if entry["status"] != "ok":
+        reporter.print(f"profile: the profiled run of C={level.concurrency} {entry['status']}: {entry['reason']}",
+                       markup=False)
+    return profiled
 
 
 def gate(history: list[dict], result: dict | bench.BenchResult, run_dir: Path, *, percent: float,

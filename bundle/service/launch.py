@@ -294,12 +294,12 @@ COLLECTIVES_NAME = "collectives.json"
 
 
 def _decide_collectives(dep, request: LaunchRequest, reporter: Reporter):
-    """levers.pcie_safe_collectives for this host (bundle.doctor.collectives), shown with its reason.
+    """levers.pcie_safe_collectives for this host (bundle.doctor.p2p_decision), shown with its reason.
     A project that is up keeps the decision it was launched with: its servers hold the GPUs, and
     probing them under load would measure nothing useful."""
     from bundle import topology as registry
     from bundle.config.levers import Collectives
-    from bundle.doctor import collectives
+    from bundle.doctor import p2p_decision
     from bundle.stack import docker
 
     topology = registry.get(request.topology)
@@ -322,8 +322,8 @@ def _decide_collectives(dep, request: LaunchRequest, reporter: Reporter):
 
             image = dep.image_ref or load_lock().image_ref
             reporter.print("deciding PCIe-safe collectives for this host (NCCL all-reduce, P2P on and off) ...")
-            decision = collectives.decide_for_host(dep.levers, groups, image=image)
-    decision = decision or collectives.decide_for_host(dep.levers, groups, image=None,
+            decision = p2p_decision.decide_for_host(dep.levers, groups, image=image)
+    decision = decision or p2p_decision.decide_for_host(dep.levers, groups, image=None,
                                                          rehearsal=request.rehearsal is not None)
     setting = ("PCIe-safe (NCCL_P2P_DISABLE=1, --disable-custom-all-reduce)" if decision.pcie_safe
                else "P2P and custom all-reduce (SGLang's default)")

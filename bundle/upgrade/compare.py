@@ -215,7 +215,7 @@ def next_steps(new: dict) -> list[str]:
     return ["on the GPU host, with the new lock applied: `make image` (or `bundle build`), then `bundle audit`",
             "`bundle launch tp4`, `bundle smoke tp4`, then `bundle bench tp4 --gate 5` against the last run of "
             "the old image; the same for pd and dp",
-            "tests: `pytest -m gpu tests/test_doctor_nccl.py tests/kernels`, `pytest tests/test_contract_defaults.py "
+            "tests: `pytest -m gpu tests/test_doctor_collectives.py tests/kernels`, `pytest tests/test_contract_defaults.py "
             "tests/test_contract_parsers.py` (the contract of the new pins)"]
 
 

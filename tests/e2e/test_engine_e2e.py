@@ -4,7 +4,8 @@ this module run in order on one worker; each takes its topology down before the 
 
 - tp4: launch, smoke (every check), down.
 - pd: launched once for the checks that only read it: smoke (every check, the PD path proven by SGLang's
-  own counters), bench C=1 and C=8 with tiny sizes, an independent client (inference-perf) through the
+  own counters), bench C=1 and C=8 with tiny sizes and `--profile 1` (SGLang's own profiler on both
+  servers, CPU activities, reduced by kernel family), an independent client (inference-perf) through the
   published port beside `bundle bench`; then decode's server process SIGKILLed FROM THE HOST (tests/e2e/host_faults.py: a `docker kill` is an operator's stop, for
   which Docker skips the restart policy), the restart policy bringing it back, smoke again, down.
 - dp: launch (two replicas), smoke (each replica generates a request sent straight to it, and smg
@@ -189,15 +190,17 @@ def test_pd_on_the_real_engine_serves_and_smokes_through_the_kv_path(engine, pd_
     assert "NIXL KVManager initialized with backend: UCX" in decode_log.stdout + decode_log.stderr
 
 
-@pytest.mark.timeout(2 * BENCH_LEVEL_S + REST_S)
-def test_pd_on_the_real_engine_benches_every_level(engine, pd_stack, capsys):
+@pytest.mark.timeout(3 * BENCH_LEVEL_S + REST_S)
+def test_pd_on_the_real_engine_benches_every_level_and_profiles_one(engine, pd_stack, capsys):
     capsys.readouterr()
     assert main(["bench", "pd", "-c", str(engine.config), "--concurrency", "1", "8", "--input-len", "16",
                  "--output-len", "8", "--prompts-per-concurrency", "1", "--level-timeout", f"{BENCH_LEVEL_S}s",
-                 "--json"]) == 0
-    record = json.loads(capsys.readouterr().out)  # the run's JSON record (indented: the whole of stdout)
+                 "--profile", "1", "--json"]) == 0
+    captured = capsys.readouterr()
+    record = json.loads(captured.out)  # the run's JSON record (indented: the whole of stdout)
     assert [lv["status"] for lv in record["levels"]] == ["ok", "ok"]
     assert all(lv["metrics"]["completed"] == lv["concurrency"] for lv in record["levels"])
+    _assert_profiled(pd_stack, record["run_id"], captured.err)
 
 
 # inference-perf 0.7.0 (the client llm-d's guides use; nobody here wrote it), offline (HF_HUB_OFFLINE=1,
@@ -246,6 +249,25 @@ def test_pd_on_the_real_engine_recovers_from_a_sigkill(engine, pd_stack, capsys)
     _back_healthy(pd_stack, "decode", restarts)
     _smoke_passes_again(engine, "pd", capsys)
     _down_leaves_nothing(engine, "pd")
+
+
+def _assert_profiled(project: str, run_id: str, printed: str) -> None:
+    """`bench --profile 1`: SGLang's profiler on both servers, CPU activities (the servers say they run
+    on CPU), decode's steps by kernel family from the pinned SGLang's own spans and frames."""
+    from bundle.stack import runstate
+
+    profile = json.loads((runstate.project_dir(project) / run_id / "profile" / "profile.json").read_text())
+    servers = {s["role"]: s for s in profile["servers"]}
+    assert set(servers) == {"prefill", "decode"} and profile["level"]["status"] == "ok", profile
+    for server in servers.values():
+        assert server["activities"] == ["CPU"] and server["problem"] is None and server["profiles"], server
+    decode = servers["decode"]["profiles"][0]
+    assert decode["activities"] == "CPU" and decode["stage"] == "DECODE" and decode["steps"] >= 2, decode
+    families = {f["family"] for f in decode["families"]}
+    assert {"dense GEMM", "attention and indexer", "sampling"} <= families, families
+    assert all(f["libraries"] for f in decode["families"])
+    assert servers["prefill"]["profiles"][0]["stage"] == "EXTEND"  # pd's prefill server never decodes
+    assert "CPU ops (torch's profiler, CPU activities only" in printed and "idle gaps" in printed
 
 
 # 231 s (2026-12-03, on two workers): two SGLang replicas on CPU, a SIGKILL and a model reload.

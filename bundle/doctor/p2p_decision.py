@@ -1,8 +1,8 @@
 """levers.pcie_safe_collectives, decided for this host: forced by the config, or (auto) measured by
-doctor's P2P topology and the NCCL probe over each server's GPUs, with P2P on and off.
+doctor's P2P topology and the all-reduce probe over each server's GPUs, with P2P on and off.
 
 `bundle launch` calls `decide_for_host` before it renders (the GPUs are still free then); the
-doctor's `nccl` check calls `probe_groups` and `nccl_check.decide` the same way. Without a GPU, or
+doctor's `nccl` check calls `probe_groups` and `decide` the same way. Without a GPU, or
 with nothing to run the probe in, auto takes the safe setting and the reason says why.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from bundle.config.levers import Collectives, unprobed_collectives
 from bundle.config.model import Levers
-from bundle.doctor import nccl_check, nvidia_smi
+from bundle.doctor import allreduce_runs, nvidia_smi
+from bundle.doctor.allreduce_runs import AllReduceRun
 from bundle.errors import EnvironmentProblem
 
 
@@ -30,20 +31,20 @@ def where_to_probe(image: str | None) -> str | None:
     """'image' (the worker image is here), 'host' (a CUDA torch in this Python), or None."""
     if _image_here(image):
         return "image"
-    if nccl_check.host_python_can_probe():
+    if allreduce_runs.host_python_can_probe():
         return "host"
     return None
 
 
 def probe_groups(groups: dict[str, tuple[int, ...]], *, image: str | None, where: str,
-                 runner=None) -> dict[str, dict[str, nccl_check.NcclRun]]:  # pragma: no cover - gpu
+                 runner=None) -> dict[str, dict[str, AllReduceRun]]:  # pragma: no cover - gpu
     """Each group of two GPUs or more, probed with P2P on and then off. `runner(gpus, p2p)` is for
     tests; by default the probe runs in the image or on the host, as `where` says."""
     if runner is None:
         def runner(gpus, p2p):
             if where == "image":
-                return nccl_check.run_in_image(image, gpus, p2p)
-            return nccl_check.run_on_host(gpus, p2p)
+                return allreduce_runs.run_in_image(image, gpus, p2p)
+            return allreduce_runs.run_on_host(gpus, p2p)
     runs = {}
     for name, gpus in groups.items():
         if len(gpus) < 2:
@@ -89,4 +90,52 @@ def decide_for_host(levers: Levers, groups: dict[str, tuple[int, ...]], *, image
         runs = probe_groups(groups, image=image, where=where)  # pragma: no cover - gpu
     else:
         runs = probe(groups)
-    return nccl_check.decide(runs, links)
+    return decide(runs, links)
+
+
+# ---- the decision from the runs ------------------------------------------------------------------------------
+def decide(runs: dict[str, dict[str, AllReduceRun]], links: dict[str, list[str]] | None = None) -> Collectives:
+    """levers.pcie_safe_collectives: auto for this host, from each group's runs {"on": ..., "off": ...}
+    and doctor's P2P topology (group -> nvidia-smi link codes), as evidence.
+
+    P2P (and SGLang's custom all-reduce, which needs P2P) only where every group's all-reduce with
+    P2P finished, was right, used P2P between GPUs that can access each other, and was not slower
+    than without it; anything else takes the safe setting.
+    """
+    evidence = {"groups": {name: {p2p: run.as_dict() for p2p, run in pair.items()} for name, pair in runs.items()},
+                "links": links or {}}
+    if not runs:
+        return Collectives(True, "fallback", "no GPU group was probed: the safe setting", evidence)
+    problems, notes = [], []
+    for name, pair in runs.items():
+        on, off = pair.get("on"), pair.get("off")
+        if on is None or not on.ok:
+            what = on.describe() if on else "not run"
+            rescue = (f"; without P2P it {off.describe()}" if off is not None else "")
+            problems.append(f"{name} (GPUs {','.join(map(str, on.gpus if on else ()))}): all-reduce with P2P {what}{rescue}")
+            continue
+        denied = sorted(pair for pair, ok in (on.peer_access or {}).items() if not ok)
+        if denied:
+            # SGLang's custom all-reduce maps its peers' buffers: without peer access it cannot work.
+            problems.append(f"{name}: no peer access between GPUs {', '.join(denied)} (torch.cuda.can_device_access_peer)")
+            continue
+        if "P2P" not in on.kinds and on.transports:
+            problems.append(f"{name}: NCCL chose {', '.join(sorted(on.kinds))} even with P2P allowed: P2P is "
+                            f"not used here, so disabling it costs nothing")
+            continue
+        if off is not None and off.ok and on.busbw_gbps and off.busbw_gbps and on.busbw_gbps < off.busbw_gbps:
+            problems.append(f"{name}: P2P is slower ({on.busbw_gbps:.1f} GB/s) than without it "
+                            f"({off.busbw_gbps:.1f} GB/s)")
+            continue
+        notes.append(f"{name}: with P2P {on.describe()}"
+                     + (f", without {off.describe()}" if off is not None else ""))
+    if problems:
+        return Collectives(True, "probe", "PCIe-safe collectives (NCCL_P2P_DISABLE=1, --disable-custom-all-reduce): "
+                                          + "; ".join(problems), evidence)
+    return Collectives(False, "probe", "P2P collectives (SGLang's default): " + "; ".join(notes), evidence)
+
+
+def without_p2p_failures(runs: dict[str, dict[str, AllReduceRun]]) -> list[str]:
+    """Groups whose all-reduce fails even with P2P off: the servers will not start there."""
+    return [f"{name}: {pair['off'].describe()}" for name, pair in runs.items()
+            if pair.get("off") is not None and not pair["off"].ok]
