@@ -85,8 +85,8 @@ LAYOUTS = (cost_model.Layout(1), cost_model.Layout(2), cost_model.Layout(4), cos
 def bytes_by_class() -> str:
     """One C=1 step's bytes per GPU by weight class (GB), the busiest rank under EP."""
     model = cost_model.model_shape(_config())
-    costs = [cost_model.step_cost(model, cost_model.RunShape(l.tp, 1, 256, 256, ep=l.ep)) for l in LAYOUTS]
-    lines = [_row(("weight class", "dtype", "laid out", *(l.name() for l in LAYOUTS))), _row(("---",) * (3 + len(LAYOUTS)))]
+    costs = [cost_model.step_cost(model, cost_model.RunShape(lay.tp, 1, 256, 256, ep=lay.ep)) for lay in LAYOUTS]
+    lines = [_row(("weight class", "dtype", "laid out", *(lay.name() for lay in LAYOUTS))), _row(("---",) * (3 + len(LAYOUTS)))]
     for g in model.groups:
         lines.append(_row((g.name, g.dtype, g.split + ("" if g.read == cost_model.EVERY_STEP else f", {g.read}"),
                            *(f"{c.bytes_by_class[g.name] / 1e9:.3f}" for c in costs))))
