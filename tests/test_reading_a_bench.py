@@ -70,3 +70,20 @@ def test_every_public_figure_is_in_the_page_with_the_models_mbu():
             score = cm.score(model, cm.RunShape(run["tp"], run["concurrency"], 256, 256,
                                                 draft_tokens=run["draft_tokens"]), cm.gpu(EDITIONS[edition]), tpot)
             assert score.mbu * 100 == pytest.approx(number(cell), abs=0.06)
+
+
+def test_the_ranges_the_prose_quotes_are_the_tables():
+    """The prose quotes the public figures' MBU as ranges: the near band's "sit at A-B%" (the runs at 45%
+    and more in either edition) and "reach A-B% of the floor" (every run but the original deployment).
+    Each range is the table's lowest cell rounded down to its highest rounded up."""
+    table = rows("| run | TP | C |")
+    cells = [number(cell) for row in table[1:] for cell in row[5:7]]
+    near = [mbu for mbu in cells if mbu >= 45]
+
+    def quoted(pattern: str) -> tuple[int, int]:
+        low, high = re.search(pattern, PAGE).groups()
+        return int(low), int(high)
+
+    assert quoted(r"runs on these GPUs sit at (\d+)-(\d+)%") == (math.floor(min(near)), math.ceil(max(near)))
+    assert quoted(r"neighbours on the same GPUs reach (\d+)-(\d+)% of the floor") == (
+        math.floor(min(cells)), math.ceil(max(cells)))
