@@ -1,5 +1,5 @@
-"""mkdocs hooks (mkdocs.yml, hooks:): the `picture` blocks of the guides (docsgen/pictures.py), and the
-not-found page styled under any base path.
+"""mkdocs hooks (mkdocs.yml, hooks:): the `picture` blocks of the guides (docsgen/pictures.py), inline
+code kept whole at its hyphens (docsgen/nobreak.py), and the not-found page styled under any base path.
 
 A server answers a missing URL at any depth with 404.html, so no URL in it can be relative to the
 page, and a root-absolute one (mkdocs' choice) misses a site served under a subpath. Its links are
@@ -16,7 +16,7 @@ from pathlib import Path
 # mkdocs loads this file by its path: the checkout (docsgen, bundle) must be importable from it.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from docsgen import pictures  # noqa: E402
+from docsgen import nobreak, pictures  # noqa: E402
 
 _STYLESHEET = re.compile(r'<link rel="stylesheet" href="\./([^"]+)">')
 _THEME_SCRIPT = re.compile(r'<script src="\./[^"]+"></script>')
@@ -26,6 +26,10 @@ def on_config(config):
     fences = config["mdx_configs"].setdefault("pymdownx.superfences", {}).setdefault("custom_fences", [])
     fences.append({"name": "picture", "class": "picture", "format": pictures.fence})
     return config
+
+
+def on_page_content(html, page, config, files):
+    return nobreak.keep_hyphens(html)
 
 
 def on_template_context(context, template_name, config):

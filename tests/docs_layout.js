@@ -61,6 +61,35 @@
   for (const el of document.querySelectorAll(".md-content p.synopsis code")) {
     if (el.scrollWidth > el.clientWidth + 1) problems.push(`a synopsis does not wrap: ${name(el)}`);
   }
+  // Inline code that a line ends inside of, right after a hyphen ("bundle build -" / "-standin"): the
+  // hyphen's box and the next character's on different lines. A word of more than 24 characters
+  // (docsgen/nobreak.py's WHOLE) may break at a hyphen inside it, never in or right after its leading
+  // dashes.
+  const split = [];
+  for (const code of document.querySelectorAll(".md-content code")) {
+    if (code.closest("pre")) continue;
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    const at = [];  // each character of the span's text: its text node and offset
+    for (let node = walker.nextNode(); node; node = walker.nextNode())
+      for (let k = 0; k < node.textContent.length; k++) at.push([node, k]);
+    const text = code.textContent;
+    const box = (i) => {
+      const range = document.createRange();
+      range.setStart(at[i][0], at[i][1]); range.setEnd(at[i][0], at[i][1] + 1);
+      return range.getBoundingClientRect();
+    };
+    for (let i = text.indexOf("-"); i >= 0 && i < text.length - 1; i = text.indexOf("-", i + 1)) {
+      if (/\s/.test(text[i + 1])) continue;
+      const start = text.slice(0, i).search(/[^\s\/]*$/);
+      const rest = text.slice(i).search(/[\s\/]/);
+      const word = text.slice(start, rest < 0 ? text.length : i + rest);
+      const lead = word.match(/^-*[^-]*/)[0].length;
+      if (word.length > 24 && i - start >= lead) continue;
+      const hyphen = box(i), next = box(i + 1);
+      if (hyphen.width > 0 && next.top > hyphen.top + hyphen.height / 2) split.push(name(code));
+    }
+  }
+  if (split.length) problems.push(`inline code broken after a hyphen (${split.length}): ${[...new Set(split)].slice(0, 3).join("; ")}`);
   // The copy button over the code's first line.
   for (const button of document.querySelectorAll(".md-content pre > .md-code__nav")) {
     const code = button.closest("pre").querySelector("code");

@@ -124,11 +124,12 @@ def _has_default(action: argparse.Action) -> bool:
 
 
 def cli_problems(page_html: str, parser: argparse.ArgumentParser) -> list[str]:
-    """Every argument's row under its verb's heading in the built CLI reference: four cells, its
+    """Every argument's row under its verb's heading in the built CLI reference (`bundle` itself first:
+    --version, --debug): four cells, its
     names, what it takes (its choices, once), its default, what it does (the help, nothing lost)."""
     soup = BeautifulSoup(page_html, "html.parser")
     problems = []
-    for command, sub in parsers(parser).items():
+    for command, sub in {"bundle": parser, **parsers(parser)}.items():
         heading = soup.find(id=command.replace(" ", "-"))
         actions = [a for a in sub._actions if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
                    and a.help != argparse.SUPPRESS]

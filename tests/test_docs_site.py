@@ -36,6 +36,20 @@ def test_the_cli_page_lists_every_verb_and_every_flag_of_the_parser():
     assert len(flags) > 60
     missing = [flag for flag in sorted(flags) if f'<span class="flag">{flag}</span>' not in page]
     assert missing == []
+    # `bundle` itself: its synopsis and the flags before the verb, --version among them.
+    top = page[page.index("## `bundle`\n"):page.index("## `bundle audit`")]
+    synopsis = re.sub(r"<[^>]+>", "", re.search(r'<p class="synopsis">(.*?)</p>', top).group(1))
+    assert synopsis == "bundle [-h] [--version] [--debug] VERB ..."
+    assert '<span class="flag">--version</span>' in top and '<span class="flag">--debug</span>' in top
+
+
+def test_repeatable_is_never_read_as_one_of_the_choices():
+    """"one of `a`, `b`, repeatable" reads as a third value: what a flag takes names its choices, then,
+    after a semicolon, how often it may be given."""
+    parser = build_parser()
+    page = cli.reference(parser)
+    assert ", repeatable" not in page
+    assert "; the flag may be given again for each" in page
 
 
 def test_a_planted_flag_appears_on_the_cli_page():
