@@ -152,7 +152,8 @@ def top_section(parser: argparse.ArgumentParser) -> str:
 def verb_section(name: str, parser: argparse.ArgumentParser, level: int = 2, help_: str = "") -> str:
     """A verb's description, usage and flags; a verb with verbs of its own (`model pin`) gets a
     section for each below it."""
-    lines = [f"{'#' * level} `bundle {name}`", "", prose(parser.description or help_), "",
+    # A verb's section ranks first in the search when the query names the verb (docsgen/search.py).
+    lines = [f"{'#' * level} `bundle {name}` {{ .search-first }}", "", prose(parser.description or help_), "",
              *_usage_and_flags(parser)]
     helps = _sub_help(parser)
     lines += [verb_section(f"{name} {sub_name}", sub, level + 1, helps.get(sub_name, ""))

@@ -16,13 +16,18 @@ from bundle.cli import build_parser, verb_names
 from bundle.errors import EXIT_CODES
 from bundle.rules.guards import GUARDS
 from docsgen import cli, config, exit_codes, guards, monitoring
-from docsgen.markdown import code, key
+from docsgen.markdown import code
 from docsgen.pages import PAGES
 from tests.docs_site_build import build_site, copy_checkout
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "bundle/config/bundle.schema.json").read_text())
 DEFAULTS = yaml.safe_load((ROOT / "bundle/config/defaults.yaml").read_text())
+
+
+def heading(path: str) -> str:
+    """A key as its entry's heading shows it: whole, a line may end only after a dot."""
+    return path.replace("<", "&lt;").replace(">", "&gt;").replace(".", ".<wbr>")
 
 
 def test_the_cli_page_lists_every_verb_and_every_flag_of_the_parser():
@@ -65,9 +70,10 @@ def test_the_configuration_page_lists_every_schema_key_with_its_default():
     page = config.reference()
     keys = [path for path, _node, _default in config.rows(SCHEMA, DEFAULTS)]
     assert len(keys) > 80 and "levers.speculative" in keys and "pd.prefill.gpus" in keys
-    assert [k for k in keys if key(k) not in page] == []
-    row = next(line for line in page.splitlines() if line.startswith(f"| {key('network.front_port')}"))
-    assert "<code>30000</code>" in row and "integer" in row
+    assert [k for k in keys if f"<code>{heading(k)}</code>" not in page] == []
+    entry = page[page.index("### <code>network.<wbr>front_port</code> {#network.front_port"):]
+    entry = entry[:entry.index("\n#")]
+    assert "<code>30000</code>" in entry and "integer" in entry
 
 
 def test_a_planted_schema_key_appears_on_the_configuration_page():
@@ -76,11 +82,13 @@ def test_a_planted_schema_key_appears_on_the_configuration_page():
         "enum": ["on", "off"], "description": "a lever planted by the test"}
     defaults = json.loads(json.dumps(DEFAULTS))
     defaults["levers"]["planted_lever"] = "off"
-    row = next(line for line in config.reference(schema, defaults).splitlines()
-               if line.startswith(f"| {key('levers.planted_lever')}"))
-    # The values joined by commas: a bare "|" between them would split the markdown row.
-    assert row.strip("| ").split(" | ")[1:] == ["one of <code>&quot;on&quot;</code>, <code>&quot;off&quot;</code>",
-                                     "<code>&quot;off&quot;</code>", "a lever planted by the test"]
+    page = config.reference(schema, defaults)
+    entry = page[page.index("### <code>levers.<wbr>planted_lever</code> {#levers.planted_lever .config-key"):]
+    entry = entry[:entry.index("\n#")]
+    # The values joined by commas (a bare "|" between them split the markdown row of an earlier layout).
+    assert '<span class="key-type">one of <code>&quot;on&quot;</code>, <code>&quot;off&quot;</code></span>' in entry
+    assert '<span class="key-default"><code>&quot;off&quot;</code></span>' in entry
+    assert '<p class="key-description">a lever planted by the test</p>' in entry
     assert "planted" not in config.reference()
 
 
@@ -122,7 +130,7 @@ def test_the_built_site_follows_a_planted_schema_key_and_flag(tmp_path):
     build_site(copy, tmp_path / "before")
     before_cli = (tmp_path / "before/reference/cli.html").read_text()
     before_config = (tmp_path / "before/reference/configuration.html").read_text()
-    assert "planted" not in before_cli + before_config and key("levers.speculative") in before_config
+    assert "planted" not in before_cli + before_config and heading("levers.speculative") in before_config
 
     schema_path = copy / "bundle/config/bundle.schema.json"
     schema = json.loads(schema_path.read_text())
@@ -138,7 +146,7 @@ def test_the_built_site_follows_a_planted_schema_key_and_flag(tmp_path):
     build_site(copy, tmp_path / "after")
     after_config = (tmp_path / "after/reference/configuration.html").read_text()
     after_cli = (tmp_path / "after/reference/cli.html").read_text()
-    assert key("levers.planted_lever") in after_config and "planted by the docs test" in after_config
+    assert heading("levers.planted_lever") in after_config and "planted by the docs test" in after_config
     down_section = after_cli[after_cli.index('id="bundle-down"'):]
     assert '<code><span class="flag">--planted-flag</span></code>' in down_section
 
