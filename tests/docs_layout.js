@@ -1,6 +1,7 @@
 // What a reader would see cut off, at the window's width (tests/test_docs_browser.py). Returns a list
 // of problems, each naming the element. `desktop`: a table must fit the column without scrolling.
-(desktop) => {
+// `legiblePx`: the smallest text a picture may show (docsgen/pictures.py's LEGIBLE_PX).
+(desktop, legiblePx) => {
   const problems = [];
   const root = document.documentElement;
   const width = root.clientWidth;
@@ -90,6 +91,16 @@
     }
   }
   if (split.length) problems.push(`inline code broken after a hyphen (${split.length}): ${[...new Set(split)].slice(0, 3).join("; ")}`);
+  // A picture's text too small to read once the picture is scaled to the window, or cut short ("...")
+  // or unfinished: a comma and a space where the line ends (a bench plot's title with an empty date;
+  // a wrapped line of a picture ends at its comma, with no space after it).
+  for (const t of document.querySelectorAll(".md-content svg text")) {
+    if (t.getBoundingClientRect().width === 0) continue;
+    const size = parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a;
+    const label = t.textContent;
+    if (size < legiblePx - 0.05) problems.push(`picture text at ${size.toFixed(1)}px (under ${legiblePx}px): "${label.slice(0, 40)}"`);
+    if (/(\u2026|\.\.\.|, +)$/.test(label)) problems.push(`picture text cut or unfinished: "${label.slice(0, 60)}"`);
+  }
   // The copy button over the code's first line.
   for (const button of document.querySelectorAll(".md-content pre > .md-code__nav")) {
     const code = button.closest("pre").querySelector("code");
