@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_module, require_tool
 from docsgen.pictures import LEGIBLE_PX
-from tests.docs_site_build import ROOT, build_site
+from tests.conftest import require_module, require_tool
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -43,10 +42,8 @@ SEARCH_JS = """(async (query) => {
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    build_site(ROOT, out)
-    return out
+def site(docs_site):
+    return docs_site
 
 
 @pytest.fixture(scope="module")

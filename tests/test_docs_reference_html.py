@@ -28,10 +28,8 @@ def check():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, check):
-    out = tmp_path_factory.mktemp("site")
-    build_site(ROOT, out)
-    return out
+def site(docs_site, check):
+    return docs_site
 
 
 def _sources():
