@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from bundle.rules.guards import GUARDS
 from docsgen import cli, config, exit_codes, guards, monitoring
 from docsgen.markdown import code
 from docsgen.pages import PAGES
+from tests.conftest import require_tool
 from tests.docs_site_build import build_site, copy_checkout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,3 +188,23 @@ def test_make_docs_is_strict():
     recipe = re.search(r"^docs:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M).group(1)
     command = next(line for line in recipe.splitlines() if "mkdocs build" in line)
     assert "--strict" in command and "--quiet" not in command and " -q" not in command
+
+
+def test_make_docs_needs_only_its_own_hashed_venv(tmp_path):
+    """What `make docs` runs in a clone that has nothing installed (`make -n`, GNU make's own plan): a
+    venv of its own from requirements/docs.txt, every line of which is pinned with hashes, then the
+    build with that venv's mkdocs; nothing of the dev install (host packages, the Docker plugins,
+    requirements/dev.txt, torch) and no other venv."""
+    make = require_tool("make", "GNU make runs every documented command")
+    venv = tmp_path / "docs-venv"
+    plan = subprocess.run([make, "-n", "docs", f"DOCS_VENV={venv}", f"VENV={tmp_path / 'dev-venv'}"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout
+    commands = [line for line in plan.splitlines() if line.strip()]
+    assert commands[0].endswith(f"-m venv {venv}")
+    assert f"{venv}/bin/pip install -q --require-hashes -r requirements/docs.txt" in commands[1]
+    assert f"{venv}/bin/mkdocs build --strict" in commands[-1]
+    assert not [c for c in commands if "dev-venv" in c or "host-packages" in c or "dev.txt" in c or "install-" in c]
+    requirements = (ROOT / "requirements" / "docs.txt").read_text()
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==\S+ \\\n\s+--hash=sha256:", requirements, re.M)
+    assert {"mkdocs", "mkdocs-material", "mkdocs-gen-files", "matplotlib", "promql-parser", "pyyaml"} <= set(pins)
+    assert len(pins) == len(re.findall(r"^[A-Za-z0-9_.-]+==", requirements, re.M))
