@@ -4,9 +4,11 @@ loaded at a desktop width (1400 px) and a phone's (390 px) and fails on: the pag
 window, a table that scrolls at desktop width or scrolls on a phone without its first column pinned,
 content cut off in a box that hides it, a synopsis that does not wrap, the copy button over code
 (tests/docs_layout.js); a console error or uncaught exception; a failed request or an HTTP error; any
-request that leaves the site. Search must list a key's, a verb's, a kind's or a flag's definition first,
-and the not-found page must be styled under the base path. Planted faults (a wide table, a web font, a console error, a
-too-wide block) must fail it. About a second a page on 2 cores: the second tier (`slow`)."""
+request that leaves the site; inline code broken after a hyphen; a picture's text too small, cut or
+unfinished. A configuration key reads whole; the search lists a key's, a verb's, a kind's or a flag's
+definition first; the not-found page is styled under the base path. Planted faults (a wide table, a web
+font, a console error, a too-wide block, a tiny cut label, a hyphen-broken flag, an index without its
+boosts) must fail it. About a second a page on 2 cores: the second tier (`slow`)."""
 
 from __future__ import annotations
 
@@ -102,7 +104,8 @@ KEY_LINES_JS = """(() => [...document.querySelectorAll(".md-content .config-key 
       range.setStart(node, k); range.setEnd(node, k + 1);
       chars.push([node.textContent[k], range.getBoundingClientRect().top]);
     }
-  const breaks = chars.filter((c, i) => i > 0 && c[1] > chars[i - 1][1] + 2).map((c, i) => chars[chars.indexOf(c) - 1][0]);
+  const breaks = [];  // the character each new line follows
+  for (let i = 1; i < chars.length; i++) if (chars[i][1] > chars[i - 1][1] + 2) breaks.push(chars[i - 1][0]);
   return [code.textContent, breaks];
 }))()"""
 
