@@ -8,8 +8,8 @@ Runs inside the rehearsal image (its torch and transformers, the versions SGLang
         python /src/benchmarks/train_step.py [--steps 12]
 
 Prints each way's median seconds a step, their ratio, and the two losses of the first batch (equal to
-float32 rounding: the same loss, computed at fewer positions). 2026-12-06, 2 shared cores at load 12:
-see the issue's note.
+float32 rounding: the same loss, computed at fewer positions). 2026-12-06, 2 shared cores at a load of
+about 13, 8 steps: 2.26 s against 0.27 s a step (8.3x), first losses 9.0516 both.
 """
 
 from __future__ import annotations
