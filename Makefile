@@ -16,9 +16,10 @@ STAMP := $(VENV)/.installed
 # inference-perf (the suite's independent client) needs Python >= 3.12: its own venv (see its rule).
 CLIENT_VENV ?= .venv-inference-perf
 CLIENT_STAMP := $(CLIENT_VENV)/.installed
-# The documentation site's build (`make docs`) needs none of the dev install (torch, the Docker plugins, host packages): a light venv
-# of its own with requirements/docs.txt's hashed closure (mkdocs, its theme, the driver's dependencies with
-# matplotlib, promql-parser; 370 MB, 34 s once from a fresh clone on 2 cores, 2026-12-06). bundle/ and docsgen/ are read from the tree.
+# The documentation site's build (`make docs`) needs none of the dev install (torch, the Docker plugins,
+# host packages): a light venv of its own with requirements/docs.txt's hashed closure (mkdocs, its theme,
+# the driver's dependencies with matplotlib, promql-parser; 370 MB, 34 s once from a fresh clone on
+# 2 cores, 2026-12-06). bundle/ and docsgen/ are read from the tree.
 DOCS_VENV ?= .venv-docs
 DOCS_STAMP := $(DOCS_VENV)/.installed
 # The first CPython 3.12 that runs: python3.12 on PATH (a pyenv shim may be there and refuse), then pyenv's.
