@@ -46,7 +46,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="bundle",
         description="Validate, build, launch, smoke-test and benchmark SGLang topologies for sm_120.",
     )
-    parser.add_argument("--version", action="version", version=f"bundle {__version__}")
+    parser.add_argument("--version", action="version", version=f"bundle {__version__}",
+                        help="print the driver's version (bundle %s) and exit" % __version__)
     parser.add_argument("--debug", action="store_true", help="show tracebacks and every docker command")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for name, module in _verb_modules(only):

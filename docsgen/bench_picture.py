@@ -28,7 +28,9 @@ def record(source: str) -> dict:
         if not sep or not concurrency.strip().isdigit() or not metrics:
             raise ValueError(f"a level is 'C: metric=value ...', not {line!r}")
         parsed.append({"concurrency": int(concurrency), "metrics": {k: float(v) for k, v in metrics.items()}})
-    return {"topology": topology, "label": label, "started": "", "levels": parsed,
+    # The plot's title ends with when the run started; a run quoted here has no such time (an empty one
+    # left the title ending in a comma): its label says which run it is.
+    return {"topology": topology, "label": label, "started": label, "levels": parsed,
             "config": {"input_len": int(input_len), "output_len": int(output_len)}}
 
 

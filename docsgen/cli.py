@@ -77,16 +77,19 @@ def _default(action: argparse.Action) -> str:
 def _values(action: argparse.Action) -> str:
     """What the argument takes: its choices once, or the kind of value; "repeatable" when it may be
     given more than once or takes several values."""
-    if isinstance(action, _SWITCHES):
+    if isinstance(action, _SWITCHES) or action.nargs == 0:  # nargs 0: --version, a switch of its own kind
         return "none (a switch)"
     if action.choices:
         taken = "one of " + ", ".join(code(c) for c in action.choices)
     else:
         taken = _KINDS.get(action.type, "text")
-    if isinstance(action, argparse._AppendAction) or action.nargs in ("+", "*"):
-        taken += ", repeatable"
+    # After a semicolon, in words no value could be: "one of `a`, `b`, repeatable" read as a third choice.
+    if isinstance(action, argparse._AppendAction):
+        taken += "; the flag may be given again for each"
+    elif action.nargs in ("+", "*"):
+        taken += "; one or more, space-separated" if action.nargs == "+" else "; any number, space-separated"
     if action.option_strings and action.nargs == "?":
-        taken += ", or none"
+        taken += "; or none"
     return taken
 
 
@@ -134,14 +137,24 @@ def _synopsis(usage: str) -> str:
     return f'<p class="synopsis"><code>{parts}</code></p>'
 
 
+def _usage_and_flags(parser: argparse.ArgumentParser) -> list[str]:
+    rows = [[_name(a), _values(a), _default(a), prose(split_help(a)[0])] for a in flag_rows(parser)]
+    usage = parser.format_usage().removeprefix("usage: ").strip()
+    return [_synopsis(usage), "",
+            table(["argument", "takes", "default", "what it does"], rows) if rows else "No arguments.", ""]
+
+
+def top_section(parser: argparse.ArgumentParser) -> str:
+    """`bundle` itself: its synopsis and the flags that come before the verb (--version, --debug)."""
+    return "\n".join(["## `bundle`", "", prose(parser.description or ""), "", *_usage_and_flags(parser)])
+
+
 def verb_section(name: str, parser: argparse.ArgumentParser, level: int = 2, help_: str = "") -> str:
     """A verb's description, usage and flags; a verb with verbs of its own (`model pin`) gets a
     section for each below it."""
-    rows = [[_name(a), _values(a), _default(a), prose(split_help(a)[0])] for a in flag_rows(parser)]
-    usage = parser.format_usage().removeprefix("usage: ").strip()
-    lines = [f"{'#' * level} `bundle {name}`", "", prose(parser.description or help_), "",
-             _synopsis(usage), "",
-             table(["argument", "takes", "default", "what it does"], rows) if rows else "No arguments.", ""]
+    # A verb's section ranks first in the search when the query names the verb (docsgen/search.py).
+    lines = [f"{'#' * level} `bundle {name}` {{ .search-first }}", "", prose(parser.description or help_), "",
+             *_usage_and_flags(parser)]
     helps = _sub_help(parser)
     lines += [verb_section(f"{name} {sub_name}", sub, level + 1, helps.get(sub_name, ""))
               for sub_name, sub in _subparsers(parser).items()]
@@ -159,5 +172,5 @@ def reference(parser: argparse.ArgumentParser | None = None) -> str:
     return page("Command line: every verb and flag", "`bundle.cli.build_parser()` (each verb's module under "
                 "`bundle/commands/`)",
                 "Every verb takes `--debug` (tracebacks and every docker command). Exit codes: "
-                "[exit codes](exit-codes.md).", "", overview, "",
+                "[exit codes](exit-codes.md).", "", overview, "", top_section(parser), "",
                 *(verb_section(name, sub) for name, sub in verbs.items()))

@@ -4,10 +4,11 @@ descriptions, types, choices) and defaults, as the config loader assembles them:
 
 from __future__ import annotations
 
+import html
 import json
 
 from bundle.config import loader
-from docsgen.markdown import code, key, page, prose, table
+from docsgen.markdown import code, page, prose
 
 _MISSING = object()
 
@@ -64,24 +65,42 @@ def rows(schema: dict, defaults: dict) -> list[tuple[str, dict, object]]:
     return out
 
 
+def key_entry(path: str, node: dict, default) -> str:
+    """One key as a heading of its own (its anchor is the key: `#network.front_port`), then what it
+    takes, its default and its description. A heading, not a table row: the key reads whole at any
+    width (a table's key column wrapped 128 of 177 keys over 2-4 lines), and the site's search, which
+    ranks a section by its title, finds the key's own entry first when the query is the key."""
+    # An object's default is its keys' defaults, given in the entries below it.
+    shown_default = "" if node.get("properties") else _default(default)
+    facts = f'<span class="key-type">{_type(node)}</span>'
+    facts += f' · default <span class="key-default">{shown_default}</span>' if shown_default else \
+        ' <span class="key-default"></span>'
+    level = "##" if "." not in path else "###"  # a top-level key heads its section
+    anchor = path.replace("<", "").replace(">", "")  # `models.<name>.path`: #models.name.path
+    # A key that holds a value ranks first in the search when the query names it (docsgen/search.py); a
+    # group of keys (`monitoring`, `kubernetes`) does not: its guide answers that query better.
+    first = "" if node.get("properties") else " .search-first"
+    # The key whole, a line allowed to end only after one of its dots (never inside a name, at an "_").
+    name = "<code>" + html.escape(path, quote=False).replace(".", ".<wbr>") + "</code>"
+    return "\n".join([f"{level} {name} {{#{anchor} .config-key{first}}}", "", f'<p class="key-facts">{facts}</p>', "",
+                      f'<p class="key-description">{prose(node.get("description", ""))}</p>', ""])
+
+
 def reference(schema: dict | None = None, defaults: dict | None = None) -> str:
     # The schema and defaults as the config loader assembles them: the core's and each wing's section.
     schema = schema if schema is not None else loader.schema()
     defaults = defaults if defaults is not None else loader.defaults_data()
-    sections: dict[str, list[list[str]]] = {}
+    entries = []
     for path, node, default in rows(schema, defaults):
-        sections.setdefault(path.split(".")[0], []).append(
-            # An object's default is its keys' defaults, listed in the rows below it.
-            [key(path), _type(node), "" if node.get("properties") else _default(default),
-             prose(node.get("description", ""))])
+        entries.append(key_entry(path, node, default))
+        wing = None if "." in path else node.get("x-wing")  # a wing's section: say whose, from its package
+        if wing:
+            entries.append(f"Read by {wing} only: its wing brings this section (its package's "
+                           "`config.schema.json` and `defaults.yaml`).\n")
     body = [prose(schema.get("description", "")), "",
             "A `bundle.yaml` (`-c FILE`, `$BUNDLE_CONFIG`, or `./bundle.yaml`) overrides any key: mappings "
             "merge, lists are replaced, unknown keys are refused with a did-you-mean. How to write one: "
-            "[Configuration](../configuration.md).", ""]
-    for section, section_rows in sections.items():
-        wing = schema["properties"][section].get("x-wing")  # a wing's section: say whose, from its package
-        body += [f"## `{section}`", "", *([f"Read by {wing} only: its wing brings this section (its package's "
-                                          "`config.schema.json` and `defaults.yaml`).", ""] if wing else []),
-                 table(["key", "type", "default", "description"], section_rows), ""]
+            "[Configuration](../configuration.md). Each key below is its own entry, its link the key "
+            "(`configuration.html#network.front_port`).", ""]
     return page("Configuration: every key", "`bundle/config/bundle.schema.json` and `bundle/config/defaults.yaml`, "
-                "with each wing's section (`bundle/targets/sections.py`)", *body)
+                "with each wing's section (`bundle/targets/sections.py`)", *body, *entries)

@@ -6,6 +6,7 @@ not a screenshot: no data is drawn."""
 from __future__ import annotations
 
 import html
+import re
 
 from docsgen.svg import Canvas
 
@@ -33,18 +34,36 @@ def picture(model: dict | None = None) -> str:
             canvas.text(x + 4, y + 10, panel["title"], size=12, weight="bold", anchor="start", fill=TEXT)
             continue
         canvas.rect(x, y, w, h, stroke=BORDER, fill=PANEL, radius=3)
-        canvas.text(x + 8, y + 17, _fit(panel["title"], w - 16, 12), size=12, weight="bold", anchor="start", fill=TEXT)
+        titles = wrap(panel["title"], w - 16, 12, r"(?<= )")
+        for i, line in enumerate(titles):
+            canvas.text(x + 8, y + 17 + i * 15, line, size=12, weight="bold", anchor="start", fill=TEXT)
         names = sorted({n for t in panel.get("targets", []) for n in metric_names(t["expr"])})
-        for i, name in enumerate(names[:4]):
-            canvas.parts.append(f'<text x="{x + 8}" y="{y + 36 + i * 14}" font-size="10" fill="{DIM}" '
-                                f'font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace">'
-                                f'{html.escape(_fit(name, w - 16, 10, mono=True))}</text>')
+        lines = [line for name in names for line in wrap(name, w - 16, 10, r"(?<=[_:])", mono=True)]
+        room = (h - 10 - 36 - 15 * (len(titles) - 1)) // 14 + 1  # lines above the panel's bottom rule
+        if len(lines) > room:
+            lines = lines[:room - 1] + [f"and {len(lines) - room + 1} more lines of metric names"]
+        for i, line in enumerate(lines):
+            canvas.parts.append(f'<text x="{x + 8}" y="{y + 36 + 15 * (len(titles) - 1) + i * 14}" font-size="10" '
+                                f'fill="{DIM}" font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace">'
+                                f'{html.escape(line)}</text>')
         canvas.parts.append(f'<polyline points="{x + 8},{y + h - 10} {x + w - 8},{y + h - 10}" '
                             f'stroke="{BORDER}" stroke-width="1"/>')
     return canvas.svg()
 
 
-def _fit(text: str, width_px: float, size: int, *, mono: bool = False) -> str:
-    """`text` cut with an ellipsis to fit `width_px`."""
-    budget = int(width_px / (size * (0.6 if mono else 0.62)))  # bold titles run wider
-    return text if len(text) <= budget else text[:budget - 1] + "…"
+def wrap(text: str, width_px: float, size: int, breaks: str, *, mono: bool = False) -> list[str]:
+    """`text` in lines that fit `width_px`, broken only where `breaks` (a zero-width pattern) allows:
+    after a space in a title, after "_" or ":" in a metric name (a continued name is indented). Never
+    cut: a label ending in "..." hides the very part that tells two metrics apart."""
+    per_char = size * (0.6 if mono else 0.62)  # bold titles run wider
+    budget = max(1, int(width_px / per_char))
+    lines, current = [], ""
+    for part in re.split(breaks, text):
+        limit = budget - (2 if lines and mono else 0)
+        if current and len(current) + len(part) > limit:
+            lines.append(current)
+            current = part
+        else:
+            current += part
+    lines.append(current)
+    return [line.rstrip() if i == 0 or not mono else "  " + line.rstrip() for i, line in enumerate(lines)]

@@ -21,11 +21,6 @@ def code(text: str) -> str:
     return "<code>" + _BREAKS.sub(r"\1<wbr>", escaped) + "</code>"
 
 
-def key(text: str) -> str:
-    """A dotted key path as code (wraps after a dot, never inside a name)."""
-    return code(text)
-
-
 def prose(text: str) -> str:
     """Plain text in a table cell or paragraph: no emphasis from `_` or `*`, no cell break from `|`,
     no HTML from `<`; backticked spans stay code."""

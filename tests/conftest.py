@@ -359,3 +359,15 @@ def compose_project(prefix: str):
         for topology in ("tp4", "pd", "dp"):
             subprocess.run(["docker", "compose", "-p", f"{name}-{topology}", "down", "-v", "--remove-orphans",
                             "-t", "2"], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory) -> Path:
+    """The documentation site of this checkout, built once per test process (mkdocs build --strict, the
+    reference pages generated): every test that reads the built site shares it (read-only; a test that
+    plants something copies it first)."""
+    from tests.docs_site_build import build_site
+
+    out = tmp_path_factory.mktemp("site")
+    build_site(REPO, out)
+    return out

@@ -1,6 +1,7 @@
 // What a reader would see cut off, at the window's width (tests/test_docs_browser.py). Returns a list
 // of problems, each naming the element. `desktop`: a table must fit the column without scrolling.
-(desktop) => {
+// `legiblePx`: the smallest text a picture may show (docsgen/pictures.py's LEGIBLE_PX).
+(desktop, legiblePx) => {
   const problems = [];
   const root = document.documentElement;
   const width = root.clientWidth;
@@ -60,6 +61,45 @@
   // A synopsis or command line that runs past its box instead of wrapping.
   for (const el of document.querySelectorAll(".md-content p.synopsis code")) {
     if (el.scrollWidth > el.clientWidth + 1) problems.push(`a synopsis does not wrap: ${name(el)}`);
+  }
+  // Inline code that a line ends inside of, right after a hyphen ("bundle build -" / "-standin"): the
+  // hyphen's box and the next character's on different lines. A word of more than 24 characters
+  // (docsgen/nobreak.py's WHOLE) may break at a hyphen inside it, never in or right after its leading
+  // dashes.
+  const split = [];
+  for (const code of document.querySelectorAll(".md-content code")) {
+    if (code.closest("pre")) continue;
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    const at = [];  // each character of the span's text: its text node and offset
+    for (let node = walker.nextNode(); node; node = walker.nextNode())
+      for (let k = 0; k < node.textContent.length; k++) at.push([node, k]);
+    const text = code.textContent;
+    const box = (i) => {
+      const range = document.createRange();
+      range.setStart(at[i][0], at[i][1]); range.setEnd(at[i][0], at[i][1] + 1);
+      return range.getBoundingClientRect();
+    };
+    for (let i = text.indexOf("-"); i >= 0 && i < text.length - 1; i = text.indexOf("-", i + 1)) {
+      if (/\s/.test(text[i + 1])) continue;
+      const start = text.slice(0, i).search(/[^\s\/]*$/);
+      const rest = text.slice(i).search(/[\s\/]/);
+      const word = text.slice(start, rest < 0 ? text.length : i + rest);
+      const lead = word.match(/^-*[^-]*/)[0].length;
+      if (word.length > 24 && i - start >= lead) continue;
+      const hyphen = box(i), next = box(i + 1);
+      if (hyphen.width > 0 && next.top > hyphen.top + hyphen.height / 2) split.push(name(code));
+    }
+  }
+  if (split.length) problems.push(`inline code broken after a hyphen (${split.length}): ${[...new Set(split)].slice(0, 3).join("; ")}`);
+  // A picture's text too small to read once the picture is scaled to the window, or cut short ("...")
+  // or unfinished: a comma and a space where the line ends (a bench plot's title with an empty date;
+  // a wrapped line of a picture ends at its comma, with no space after it).
+  for (const t of document.querySelectorAll(".md-content svg text")) {
+    if (t.getBoundingClientRect().width === 0) continue;
+    const size = parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a;
+    const label = t.textContent;
+    if (size < legiblePx - 0.05) problems.push(`picture text at ${size.toFixed(1)}px (under ${legiblePx}px): "${label.slice(0, 40)}"`);
+    if (/(\u2026|\.\.\.|, +)$/.test(label)) problems.push(`picture text cut or unfinished: "${label.slice(0, 60)}"`);
   }
   // The copy button over the code's first line.
   for (const button of document.querySelectorAll(".md-content pre > .md-code__nav")) {

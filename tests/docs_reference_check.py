@@ -53,24 +53,41 @@ def schema_keys(schema: dict, defaults: dict) -> list[tuple[str, dict, object]]:
     return out
 
 
-def _rows(soup: BeautifulSoup) -> list[list[Tag]]:
-    return [row.find_all(["td", "th"]) for table in soup.select("article table") for row in table.select("tbody tr")]
+def _entries(soup: BeautifulSoup) -> dict[str, list[Tag]]:
+    """Each key's entry in the configuration reference: its heading (the key; its anchor the key too),
+    then what it takes, its default and its description, as [heading, type, default, description]
+    (fewer when the entry lacks one)."""
+    out = {}
+    for heading in soup.select("article .config-key"):
+        for link in heading.select(".headerlink"):
+            link.extract()
+        facts = heading.find_next_sibling()
+        description = facts.find_next_sibling() if facts is not None else None
+        cells = [heading]
+        if facts is not None and "key-facts" in (facts.get("class") or []):
+            cells += [facts.select_one(".key-type"), facts.select_one(".key-default")]
+        if description is not None and "key-description" in (description.get("class") or []):
+            cells.append(description)
+        out[text(heading)] = [c for c in cells if c is not None]
+        if heading.get("id") != text(heading).replace("<", "").replace(">", ""):
+            out[text(heading)].append(heading)  # an anchor that is not the key: counted as a broken entry
+    return out
 
 
 def config_problems(page_html: str, schema: dict, defaults: dict) -> list[str]:
-    """Every schema key's row in the built configuration reference: four cells, the allowed values
-    (all of them, nothing else), the default, the description."""
-    rows = {text(cells[0]): cells for cells in _rows(BeautifulSoup(page_html, "html.parser")) if cells}
+    """Every schema key's entry in the built configuration reference: its heading (anchored at the key),
+    the allowed values (all of them, nothing else), the default, the description."""
+    rows = _entries(BeautifulSoup(page_html, "html.parser"))
     problems = []
     keys = schema_keys(schema, defaults)
     for path, node, default in keys:
         cells = rows.get(path)
         if cells is None:
-            problems.append(f"{path}: no row")
+            problems.append(f"{path}: no entry")
             continue
         if len(cells) != 4:
-            problems.append(f"{path}: {len(cells)} cells, not 4 (key, type, default, description): "
-                            f"{[text(c) for c in cells]}")
+            problems.append(f"{path}: {len(cells)} parts, not 4 (key anchored at itself, type, default, "
+                            f"description): {[text(c) for c in cells]}")
             continue
         _, type_cell, default_cell, description_cell = cells
         shown = [text(c) for c in type_cell.find_all("code")]
@@ -94,7 +111,7 @@ def config_problems(page_html: str, schema: dict, defaults: dict) -> list[str]:
             problems.append(f"{path}: description shown {text(description_cell)!r}, the schema's is "
                             f"{wanted_description!r}")
     extra = set(rows) - {path for path, _, _ in keys}
-    problems += [f"{path}: a row for a key the schema does not have" for path in sorted(extra)]
+    problems += [f"{path}: an entry for a key the schema does not have" for path in sorted(extra)]
     return problems
 
 
@@ -124,11 +141,12 @@ def _has_default(action: argparse.Action) -> bool:
 
 
 def cli_problems(page_html: str, parser: argparse.ArgumentParser) -> list[str]:
-    """Every argument's row under its verb's heading in the built CLI reference: four cells, its
+    """Every argument's row under its verb's heading in the built CLI reference (`bundle` itself first:
+    --version, --debug): four cells, its
     names, what it takes (its choices, once), its default, what it does (the help, nothing lost)."""
     soup = BeautifulSoup(page_html, "html.parser")
     problems = []
-    for command, sub in parsers(parser).items():
+    for command, sub in {"bundle": parser, **parsers(parser)}.items():
         heading = soup.find(id=command.replace(" ", "-"))
         actions = [a for a in sub._actions if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
                    and a.help != argparse.SUPPRESS]

@@ -13,7 +13,7 @@ import pytest
 from bundle import topology as registry
 from bundle.config.loader import load_config
 from bundle.images.build import LAYERS
-from docsgen import image_chain_picture, pictures, steps_picture, topology_picture
+from docsgen import dashboard_picture, image_chain_picture, pictures, steps_picture, topology_picture
 from tests.conftest import write_config
 
 
@@ -100,6 +100,38 @@ def test_the_bench_picture_is_bundle_benchs_own_plot_of_the_figures_in_the_block
     assert record["levels"] == [{"concurrency": 1, "metrics": {"output_throughput": 10.22, "mean_tpot_ms": 94.13}},
                                 {"concurrency": 8, "metrics": {"output_throughput": 24.0}}]
     svg = pictures.render(source)
-    assert svg.startswith('<div class="pictures"><figure><svg') and "output throughput (tok/s)" in svg
+    assert svg.startswith('<div class="pictures"><figure><div class="picture-box"><svg') and \
+        "output throughput (tok/s)" in svg
+    # The title says which run (a quoted run has no start time: an empty one left "256 out, ").
+    assert "bench tp4: 256 in / 256 out, original deployment</text>" in svg.replace("\n", "")
+    captioned = pictures.render(source + "\ncaption: the original deployment's `tp4` run")
+    assert captioned.endswith("</svg>\n</div><figcaption>the original deployment&#x27;s <code>tp4</code> run"
+                              "</figcaption></figure></div>")
     with pytest.raises(ValueError, match="C: metric=value"):
         bench_picture.record("bench tp4 256/256 x\neight: output_throughput=1")
+
+
+def test_a_picture_keeps_its_smallest_text_legible():
+    """Scaled to a phone's column the dashboard's 10 px names were 4.9 px: each picture gets a min-width
+    that keeps its smallest text at LEGIBLE_PX (wider than the column, it scrolls in its box)."""
+    svg = '<svg viewBox="0 0 1000 100" width="750pt"><text font-size="6">x</text><text font-size="12">y</text></svg>'
+    # 750 pt = 1000 px for 1000 units: the 6-unit text is 6 px; 8 px needs 8/6 of the width.
+    assert 'style="min-width: 1333px"' in pictures.legible(svg)
+    assert 'style="min-width: 160px"' in pictures.legible('<svg viewBox="0 0 400 50" width="400"><text font-size="20"/></svg>')
+
+
+def test_the_dashboard_cuts_no_label():
+    """Every panel's title and every metric name whole (7 of 49 ended in "..." when each had one line:
+    `sglang:request_time_per_output_toke...`); a long one goes on, indented, on the next line."""
+    from bundle.monitoring.dashboards import dashboard
+    from docsgen.monitoring import metric_names
+
+    texts = [t.strip() for t in _texts(dashboard_picture.picture())]
+    assert not [t for t in texts if t.endswith(("\u2026", "..."))]
+    joined = "".join(texts)
+    model = dashboard()
+    names = {n for p in model["panels"] for t in p.get("targets", []) for n in metric_names(t["expr"])}
+    titles = {p["title"].replace(" ", "") for p in model["panels"]}
+    assert "sglang:request_time_per_output_token_seconds_bucket" in names
+    assert [n for n in names if n not in joined] == []
+    assert [t for t in titles if t not in joined.replace(" ", "")] == []

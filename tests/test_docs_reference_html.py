@@ -11,10 +11,9 @@ import json
 import pytest
 
 from bundle.cli import build_parser
-from bundle.config import assembly, loader
-from bundle.targets.sections import SECTIONS
+from bundle.config import loader
 from tests.conftest import require_module
-from tests.docs_site_build import ROOT, build_site, copy_checkout
+from tests.docs_site_build import build_site, copy_checkout
 
 
 
@@ -27,10 +26,8 @@ def check():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, check):
-    out = tmp_path_factory.mktemp("site")
-    build_site(ROOT, out)
-    return out
+def site(docs_site, check):
+    return docs_site
 
 
 def _sources():
@@ -46,9 +43,7 @@ def test_every_configuration_row_shows_the_schemas_values_default_and_descriptio
     # The row the issue found broken: all four values, its real default, its description.
     from bs4 import BeautifulSoup
 
-    row = next(r for r in BeautifulSoup(page, "html.parser").select("article tbody tr")
-               if check.text(r.td) == "levers.speculative")
-    cells = [check.text(c) for c in row.find_all("td")]
+    cells = [check.text(c) for c in check._entries(BeautifulSoup(page, "html.parser"))["levers.speculative"]]
     assert cells[1] == 'one of "none", "mtp", "mtp-light", "dspark"'
     assert cells[2] == json.dumps(defaults["levers"]["speculative"])
     assert cells[3].startswith(schema["properties"]["levers"]["properties"]["speculative"]["description"][:40])
@@ -85,23 +80,15 @@ def test_a_schema_or_parser_changed_after_the_build_fails_the_check(site, check)
 
 @pytest.mark.slow
 def test_a_generator_that_lets_a_pipe_split_a_row_fails_the_check(tmp_path, check):
-    """The bug the issue found, planted back into a copy of docsgen: allowed values joined by a bare
-    "|", and prose that lets a "|" through; a "|" planted in a key's description and a flag's help."""
+    """The bug the issue found, planted back into a copy of docsgen: prose that lets a "|" through, and
+    a "|" planted in a flag's help, splits the CLI table's row. (The configuration reference has no
+    table rows since each key became an entry of its own: a "|" there cannot split anything.)"""
     copy = copy_checkout(tmp_path / "checkout")
-    config_py = copy / "docsgen/config.py"
-    source = config_py.read_text()
-    assert '"one of " + ", ".join(' in source
-    config_py.write_text(source.replace('"one of " + ", ".join(', '" | ".join('))
     markdown_py = copy / "docsgen/markdown.py"
     source = markdown_py.read_text()
     assert 'out.append(html.escape(part).replace("|", "&#124;")' in source
     markdown_py.write_text(source.replace('out.append(html.escape(part).replace("|", "&#124;")',
                                           "out.append(html.escape(part)"))
-    schema_file = copy / "bundle/config/bundle.schema.json"
-    schema = json.loads(schema_file.read_text())
-    port = schema["properties"]["network"]["properties"]["front_port"]
-    port["description"] = "planted | with a pipe"
-    schema_file.write_text(json.dumps(schema))
     down = copy / "bundle/commands/down.py"
     anchor = "def add_arguments(parser: argparse.ArgumentParser) -> None:\n"
     planted = '    parser.add_argument("--planted-flag", help="planted | with a pipe")\n'
@@ -109,12 +96,6 @@ def test_a_generator_that_lets_a_pipe_split_a_row_fails_the_check(tmp_path, chec
     down.write_text(down.read_text().replace(anchor, anchor + planted, 1))
     build_site(copy, tmp_path / "site")
 
-    # What the page should show: the planted core schema with the wings' sections, as the copy's loader assembles it.
-    schema = assembly.schema(schema, SECTIONS)
-    _, defaults = _sources()
-    problems = check.config_problems((tmp_path / "site/reference/configuration.html").read_text(), schema, defaults)
-    assert any(p.startswith("levers.speculative: ") for p in problems), problems
-    assert any(p.startswith("network.front_port: ") for p in problems), problems
     parser = build_parser()
     check.parsers(parser)["bundle down"].add_argument("--planted-flag", help="planted | with a pipe")
     problems = check.cli_problems((tmp_path / "site/reference/cli.html").read_text(), parser)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,14 +16,20 @@ from bundle.cli import build_parser, verb_names
 from bundle.errors import EXIT_CODES
 from bundle.rules.guards import GUARDS
 from docsgen import cli, config, exit_codes, guards, monitoring
-from docsgen.markdown import code, key
+from docsgen.markdown import code
 from bundle.config import loader
 from docsgen.pages import PAGES
+from tests.conftest import require_tool
 from tests.docs_site_build import build_site, copy_checkout
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = loader.schema()  # the core's and every wing's section, as the loader assembles them
 DEFAULTS = loader.defaults_data()
+
+
+def heading(path: str) -> str:
+    """A key as its entry's heading shows it: whole, a line may end only after a dot."""
+    return path.replace("<", "&lt;").replace(">", "&gt;").replace(".", ".<wbr>")
 
 
 def test_the_cli_page_lists_every_verb_and_every_flag_of_the_parser():
@@ -36,6 +43,20 @@ def test_the_cli_page_lists_every_verb_and_every_flag_of_the_parser():
     assert len(flags) > 60
     missing = [flag for flag in sorted(flags) if f'<span class="flag">{flag}</span>' not in page]
     assert missing == []
+    # `bundle` itself: its synopsis and the flags before the verb, --version among them.
+    top = page[page.index("## `bundle`\n"):page.index("## `bundle audit`")]
+    synopsis = re.sub(r"<[^>]+>", "", re.search(r'<p class="synopsis">(.*?)</p>', top).group(1))
+    assert synopsis == "bundle [-h] [--version] [--debug] VERB ..."
+    assert '<span class="flag">--version</span>' in top and '<span class="flag">--debug</span>' in top
+
+
+def test_repeatable_is_never_read_as_one_of_the_choices():
+    """"one of `a`, `b`, repeatable" reads as a third value: what a flag takes names its choices, then,
+    after a semicolon, how often it may be given."""
+    parser = build_parser()
+    page = cli.reference(parser)
+    assert ", repeatable" not in page
+    assert "; the flag may be given again for each" in page
 
 
 def test_a_planted_flag_appears_on_the_cli_page():
@@ -51,9 +72,10 @@ def test_the_configuration_page_lists_every_schema_key_with_its_default():
     page = config.reference()
     keys = [path for path, _node, _default in config.rows(SCHEMA, DEFAULTS)]
     assert len(keys) > 80 and "levers.speculative" in keys and "pd.prefill.gpus" in keys
-    assert [k for k in keys if key(k) not in page] == []
-    row = next(line for line in page.splitlines() if line.startswith(f"| {key('network.front_port')}"))
-    assert "<code>30000</code>" in row and "integer" in row
+    assert [k for k in keys if f"<code>{heading(k)}</code>" not in page] == []
+    entry = page[page.index("### <code>network.<wbr>front_port</code> {#network.front_port"):]
+    entry = entry[:entry.index("\n#")]
+    assert "<code>30000</code>" in entry and "integer" in entry
 
 
 def test_a_planted_schema_key_appears_on_the_configuration_page():
@@ -62,11 +84,13 @@ def test_a_planted_schema_key_appears_on_the_configuration_page():
         "enum": ["on", "off"], "description": "a lever planted by the test"}
     defaults = json.loads(json.dumps(DEFAULTS))
     defaults["levers"]["planted_lever"] = "off"
-    row = next(line for line in config.reference(schema, defaults).splitlines()
-               if line.startswith(f"| {key('levers.planted_lever')}"))
-    # The values joined by commas: a bare "|" between them would split the markdown row.
-    assert row.strip("| ").split(" | ")[1:] == ["one of <code>&quot;on&quot;</code>, <code>&quot;off&quot;</code>",
-                                     "<code>&quot;off&quot;</code>", "a lever planted by the test"]
+    page = config.reference(schema, defaults)
+    entry = page[page.index("### <code>levers.<wbr>planted_lever</code> {#levers.planted_lever .config-key"):]
+    entry = entry[:entry.index("\n#")]
+    # The values joined by commas (a bare "|" between them split the markdown row of an earlier layout).
+    assert '<span class="key-type">one of <code>&quot;on&quot;</code>, <code>&quot;off&quot;</code></span>' in entry
+    assert '<span class="key-default"><code>&quot;off&quot;</code></span>' in entry
+    assert '<p class="key-description">a lever planted by the test</p>' in entry
     assert "planted" not in config.reference()
 
 
@@ -108,7 +132,7 @@ def test_the_built_site_follows_a_planted_schema_key_and_flag(tmp_path):
     build_site(copy, tmp_path / "before")
     before_cli = (tmp_path / "before/reference/cli.html").read_text()
     before_config = (tmp_path / "before/reference/configuration.html").read_text()
-    assert "planted" not in before_cli + before_config and key("levers.speculative") in before_config
+    assert "planted" not in before_cli + before_config and heading("levers.speculative") in before_config
 
     schema_path = copy / "bundle/config/bundle.schema.json"
     schema = json.loads(schema_path.read_text())
@@ -124,7 +148,7 @@ def test_the_built_site_follows_a_planted_schema_key_and_flag(tmp_path):
     build_site(copy, tmp_path / "after")
     after_config = (tmp_path / "after/reference/configuration.html").read_text()
     after_cli = (tmp_path / "after/reference/cli.html").read_text()
-    assert key("levers.planted_lever") in after_config and "planted by the docs test" in after_config
+    assert heading("levers.planted_lever") in after_config and "planted by the docs test" in after_config
     down_section = after_cli[after_cli.index('id="bundle-down"'):]
     assert '<code><span class="flag">--planted-flag</span></code>' in down_section
 
@@ -164,3 +188,23 @@ def test_make_docs_is_strict():
     recipe = re.search(r"^docs:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M).group(1)
     command = next(line for line in recipe.splitlines() if "mkdocs build" in line)
     assert "--strict" in command and "--quiet" not in command and " -q" not in command
+
+
+def test_make_docs_needs_only_its_own_hashed_venv(tmp_path):
+    """What `make docs` runs in a clone that has nothing installed (`make -n`, GNU make's own plan): a
+    venv of its own from requirements/docs.txt, every line of which is pinned with hashes, then the
+    build with that venv's mkdocs; nothing of the dev install (host packages, the Docker plugins,
+    requirements/dev.txt, torch) and no other venv."""
+    make = require_tool("make", "GNU make runs every documented command")
+    venv = tmp_path / "docs-venv"
+    plan = subprocess.run([make, "-n", "docs", f"DOCS_VENV={venv}", f"VENV={tmp_path / 'dev-venv'}"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout
+    commands = [line for line in plan.splitlines() if line.strip()]
+    assert commands[0].endswith(f"-m venv {venv}")
+    assert f"{venv}/bin/pip install -q --require-hashes -r requirements/docs.txt" in commands[1]
+    assert f"{venv}/bin/mkdocs build --strict" in commands[-1]
+    assert not [c for c in commands if "dev-venv" in c or "host-packages" in c or "dev.txt" in c or "install-" in c]
+    requirements = (ROOT / "requirements" / "docs.txt").read_text()
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==\S+ \\\n\s+--hash=sha256:", requirements, re.M)
+    assert {"mkdocs", "mkdocs-material", "mkdocs-gen-files", "matplotlib", "promql-parser", "pyyaml"} <= set(pins)
+    assert len(pins) == len(re.findall(r"^[A-Za-z0-9_.-]+==", requirements, re.M))

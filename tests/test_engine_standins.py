@@ -62,6 +62,8 @@ def test_the_progress_thread_patch_applies_exactly_to_the_pinned_nixl(tmp_path):
     assert _dry_run(PROGRESS_PATCH, site).count("checking file") == 1
 
 
+# Slow tier: scans the pinned SGLang's whole source for `from sgl_kernel import` (10-40 s).
+@pytest.mark.slow
 def test_the_standin_defines_every_name_sglang_imports_from_sgl_kernel(sglang_dir):
     wanted = imported_names(sglang_dir)
     assert wanted[""], "the scan found no `from sgl_kernel import` at all: it is broken"

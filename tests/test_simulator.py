@@ -222,6 +222,8 @@ def test_metrics_count_requests_but_not_health_checks(server):
     assert done() == before + 1
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_stream_is_paced_at_the_configured_tpot(tmp_path):
     with simulator(tmp_path, env={"SIM_TTFT_MS": "200", "SIM_TPOT_MS": "20"}) as (base, _, _):
         body = {"text": "x", "sampling_params": {"max_new_tokens": 51, "ignore_eos": True}, "stream": True}
@@ -239,6 +241,8 @@ def test_stream_is_paced_at_the_configured_tpot(tmp_path):
 
 # ---- HTTP, states and faults (each its own process) -----------------------------------------
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_health_is_503_while_loading_but_models_answer(tmp_path):
     # Loading until told otherwise: a 10 s load was eaten whole by a 22 s process start at load 12
     # on this 2-core box (2026-12-03), so the load ends by the knob, not by the clock.
@@ -252,6 +256,8 @@ def test_health_is_503_while_loading_but_models_answer(tmp_path):
             time.sleep(0.2)
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_an_api_key_guards_everything_but_health(tmp_path):
     with simulator(tmp_path, "--api-key", "sekrit") as (base, _, _):
         assert requests.get(base + "/health", timeout=5).status_code == 200
@@ -263,11 +269,15 @@ def test_an_api_key_guards_everything_but_health(tmp_path):
         assert ok.status_code == 200 and "Paris" in ok.json()["choices"][0]["message"]["content"]
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_wrong_answers_on_request(tmp_path):
     with simulator(tmp_path, env={"SIM_WRONG_ANSWERS": "1"}) as (base, _, _):
         assert "Paris" not in chat(base).json()["choices"][0]["message"]["content"]
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_a_hang_flipped_at_run_time_stalls_requests_and_health(tmp_path):
     env = {"SGLANG_HEALTH_CHECK_TIMEOUT": "1"}
     with simulator(tmp_path, env=env) as (base, _, _):
@@ -280,6 +290,8 @@ def test_a_hang_flipped_at_run_time_stalls_requests_and_health(tmp_path):
         assert chat(base).status_code == 200
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_failure_rate_one_fails_every_generation(tmp_path):
     with simulator(tmp_path, env={"SIM_FAILURE_RATE": "1"}) as (base, _, _):
         r = chat(base)
@@ -287,6 +299,8 @@ def test_failure_rate_one_fails_every_generation(tmp_path):
         assert requests.get(base + "/health", timeout=5).status_code == 200
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_crash_after_n_requests_exits_non_zero(tmp_path):
     with simulator(tmp_path, env={"SIM_CRASH_AFTER_REQUESTS": "2"}) as (base, proc, log):
         assert chat(base).status_code == 200
@@ -297,6 +311,8 @@ def test_crash_after_n_requests_exits_non_zero(tmp_path):
         assert "SIM_CRASH_AFTER_REQUESTS" in log.read_text()
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_a_pd_worker_refuses_requests_without_bootstrap_fields(tmp_path):
     with simulator(tmp_path, "--disaggregation-mode", "decode", "--disaggregation-transfer-backend",
                    "nixl") as (base, _, _):

@@ -3,6 +3,8 @@ long-prompt path, and SGLang's resolution of `auto` in /server_info."""
 
 from __future__ import annotations
 
+import pytest
+
 import requests
 
 from bundle.rehearsal.simulator.answers import plan_output
@@ -58,6 +60,8 @@ def _chat(base, content, max_tokens=24):
         "max_tokens": max_tokens})
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_a_simulator_told_to_repeat_answers_the_same_token_every_step(tmp_path):
     with simulator(tmp_path, env={"SIM_REPEAT_TOKEN": "1"}) as (base, _, _):
         reply = _chat(base, "What is the capital of France?").json()
@@ -65,6 +69,8 @@ def test_a_simulator_told_to_repeat_answers_the_same_token_every_step(tmp_path):
     assert len(words) == 24 and set(words) == {"Paris"}
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_a_failing_long_prompt_path_fails_only_long_prompts(tmp_path):
     long_prompt = " ".join(["word"] * (LONG_PROMPT_TOKENS + 10)) + " What is the capital of France?"
     with simulator(tmp_path, env={"SIM_LONG_PROMPT_FAIL": "1"}) as (base, _, log):

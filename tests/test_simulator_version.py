@@ -4,6 +4,8 @@ pin moved (an image not rebuilt for it) fails the rehearsal's attestation; an ec
 
 from __future__ import annotations
 
+import pytest
+
 import dataclasses
 import json
 from importlib.metadata import version
@@ -25,6 +27,8 @@ def _version_findings(server: str, pinned: str) -> list:
     return [f for f in attest.evaluate(record, exp) if f.what == "SGLang version"]
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_a_moved_pin_fails_the_version_attestation_of_a_simulator(tmp_path):
     with simulator(tmp_path, env={"BUNDLE_LOCK_FILE": str(tmp_path / "moved.toml")}) as (url, _, _):
         info = requests.get(url + "/server_info", timeout=10).json()

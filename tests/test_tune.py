@@ -192,6 +192,8 @@ def test_speed_rules_match_parsed_and_resolved_arguments():
         speed.parse_rules("moe_runner_backend=triton:speed*2")
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_a_simulator_process_takes_its_speed_from_its_own_arguments_or_refuses_to_start(tmp_path):
     env = {"SIM_SPEED_RULES": "moe_runner_backend=triton:tpot*3", "SIM_TPOT_MS": "10"}
     with simulator(tmp_path, env=env) as (base, _proc, log):  # its command line says --moe-runner-backend auto
@@ -203,6 +205,8 @@ def test_a_simulator_process_takes_its_speed_from_its_own_arguments_or_refuses_t
     assert done.returncode == 1 and "refusing to start with kv_cache_dtype=bf16 (SIM_REFUSE_ARGS" in done.stderr + done.stdout
 
 
+# Slow tier: a simulator process of its own, and waits on purpose (the fast tier's 90 s budget).
+@pytest.mark.slow
 def test_a_simulator_whose_arguments_match_a_rule_runs_at_the_simulated_speed(tmp_path):
     env = {"SIM_SPEED_RULES": "moe_runner_backend=auto:tpot*3", "SIM_TPOT_MS": "10"}
     with simulator(tmp_path, env=env) as (base, _proc, log):
