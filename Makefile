@@ -89,7 +89,7 @@ test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a fail
 	@# tests/second-tier.sh: the rehearsal image and the chain below it (base, framework, pd) first, then
 	@# the tier, with the chain's upper layers (the real kernels layer: FlashInfer's modules for 12.0a, the
 	@# fused MoE cut to MXFP8 x MXFP4, TileLang's 31 indexer kernels; `make image` builds the same on the
-	@# GPU host with every core) built beside it at idle CPU priority; the audit and the chain's own tests
+	@# GPU host with every core) built beside it on half the cores; the audit and the chain's own tests
 	@# go last and wait for it (docs/testing.md). Built here, not inside a test, so a cold engine's build
 	@# shows its progress (and no two workers build the same image). Not beside the fast tier: on 2
 	@# cores that was slower in all (2026-12-04: the fast tier took 260 s instead of 121 s).
