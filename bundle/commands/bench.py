@@ -87,11 +87,8 @@ def run(args: argparse.Namespace) -> int:
                                              unlike_previous=benched.unlike_previous)
         console.print(comparison if comparison is not None else
                       "nothing to compare with: no C=1 level for the baseline, no previous run")
-    if benched.profile is not None:
-        from bundle.verify import server_profile
-
-        for line in server_profile.lines(benched.profile):
-            console.print(line, markup=False)
+    for line in benched.profile_lines():
+        console.print(line, markup=False)
     console.print(f"recorded: {benched.history_path} (run {benched.result.run_id}); details: {benched.run_dir}"
                   + (f"; plot: {benched.plot}" if benched.plot else "; no plot (pip install '.[plot]' for matplotlib)"))
     gated = _gate(args, benched.history, result, benched.run_dir, console) if args.gate is not None else None

@@ -62,6 +62,10 @@ class Benched:
     def bad_levels(self) -> tuple[bench.LevelResult, ...]:
         return self.result.bad_levels
 
+    def profile_lines(self) -> list[str]:
+        """`--profile`: each server's per-family table as lines to print (none without a profile)."""
+        return server_profile.lines(self.profile) if self.profile is not None else []
+
 
 @dataclass(frozen=True)
 class Soaked:

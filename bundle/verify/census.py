@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundle import log_lines
 from bundle import paths
 from bundle.verify import cost_model
 
@@ -66,7 +67,7 @@ def run_in_image(image: str, config: Path, out_dir: Path, *, layouts: tuple[cost
     produced = out_dir / "census.json"
     if not produced.is_file():
         raise Failed(f"the census probe wrote nothing in {image} (exit {run.returncode}): "
-                     + "\n".join(run.output.splitlines()[-20:]))
+                     + "\n".join(log_lines.lines(run.output)[-20:]))
     census = json.loads(produced.read_text())
     census["made"] = {"image": image, "command": command, "exit": run.returncode, "config": str(config)}
     return census

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundle import log_lines
 from bundle.errors import BundleError
 from bundle.stack.workers import Workers
 from bundle.verify import bench, profile_trace
@@ -92,7 +93,7 @@ def _listed(stack, service: str, profile_id: str) -> dict[str, int]:
     except BundleError:
         return {}
     files = {}
-    for line in (out or "").splitlines():
+    for line in log_lines.lines(out or ""):
         name, _, size = line.strip().rpartition(" ")
         if name and size.isdigit():
             files[name] = int(size)
