@@ -1,0 +1,282 @@
+"""A Docker engine of a test's own: a `dockerd` host process on its own socket, data root, exec root
+(its own supervised containerd under it) and pid file, inside a network namespace of its own (its
+bridges, iptables rules, address pool and published ports live there), so nothing it does can reach or
+clash with the machine's engine: a second dockerd in the host's namespace would rewrite the machine's
+DOCKER chains, and with --iptables=false its bridges' traffic meets the host FORWARD policy (DROP).
+A test runs the bundle in that namespace (`run_bundle`: the CLI, as users run it) with DOCKER_HOST at
+its socket (the docker CLI, compose and python-on-whales all honour it), stops it with SIGTERM as a
+reboot's shutdown does, and starts it again on the same data root.
+
+    with own_engine() as eng:                   # started; stopped and its folders removed afterwards
+        eng.run_bundle("launch", "pd", ...)
+        eng.stop()                              # SIGTERM, waits for dockerd to exit
+        eng.start()                             # the same data root again
+
+The image the rehearsal runs there (small_rehearsal_image) is built in that engine from the project's
+own Debian root plus the worker simulator, smg and the packages they import, copied from the dev
+install (the full rehearsal image holds SGLang's 11 GB closure: too slow to copy for this)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tests.conftest import missing, require_tool
+
+REPO = Path(__file__).resolve().parents[2]
+BASE_IMAGE = "sglang-bundle/debian-root:bookworm"  # docker/debian-root.sh's default tag
+# What the worker simulator and smg import (bundle/simulator; `python3 -m smg.launch_router`), with their
+# dependencies; and the pinned SGLang itself without its own (torch and the rest): the simulator reports
+# the SGLang installed beside it, which the launch's attestation holds against the lock, and takes
+# SGLang's own auth rule from it (its server-argument parser needs torch: the simulator's fallback parses).
+SIMULATOR_AND_ROUTER = ("fastapi", "uvicorn", "aiohttp", "orjson", "tokenizers", "prometheus-client", "tqdm", "smg")
+WITHOUT_DEPENDENCIES = ("sglang",)
+BRIDGE, BRIDGE_ADDRESS = "bde0", "10.213.250.1/24"  # inside the engine's own network namespace
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 150  # the router's drain and the servers' stop grace come first
+
+
+@dataclass
+class OwnEngine:
+    root: Path  # short: containerd's socket path under it must stay below 108 bytes
+    log: Path  # outside `root`: kept for a failed test to read
+    netns: str  # its network namespace (`ip netns`), made by own_engine()
+    proc: subprocess.Popen | None = None  # the running dockerd (`ip netns exec` execs it: the same process)
+
+    @property
+    def host(self) -> str:
+        return f"unix://{self.root}/docker.sock"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.root / "docker.pid"
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "DOCKER_HOST": self.host}
+
+    def docker(self, *args: str, check: bool = True, extra_env: dict[str, str] | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run(["docker", *args], env={**self.env(), **(extra_env or {})}, capture_output=True,
+                              text=True, check=check, timeout=timeout)
+
+    def start(self) -> None:
+        config = self.root / "daemon.json"
+        config.write_text("{}")  # never the machine's /etc/docker/daemon.json (its data root, its bridge)
+        storage = _machine_storage_driver()
+        cmd = [*self.in_netns(),
+               "dockerd", "--config-file", str(config), "--host", self.host,
+               "--data-root", str(self.root / "data"), "--exec-root", str(self.root / "exec"),
+               "--pidfile", str(self.pid_file), "--bridge", BRIDGE,
+               "--cgroup-parent", f"/{self.root.name}"] + (["--storage-driver", storage] if storage else [])
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while self.docker("version", check=False).returncode != 0:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError(f"own dockerd did not answer (exit code {self.proc.poll()}):\n{self.log_tail()}")
+            time.sleep(0.25)
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> float:
+        """SIGTERM to dockerd, as a reboot's shutdown sends it; returns the seconds it took to exit."""
+        began = time.monotonic()
+        if self.proc is None or self.proc.poll() is not None:
+            return 0.0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError(f"own dockerd still up {timeout:.0f} s after SIGTERM:\n{self.log_tail()}") from None
+        return time.monotonic() - began
+
+    def in_netns(self) -> list[str]:
+        """The command prefix that runs a program in the engine's network namespace, nothing else changed
+        (`ip netns exec` would also mount a fresh /sys, where dockerd then finds no cgroup)."""
+        return ["nsenter", f"--net=/run/netns/{self.netns}"]
+
+    def run_bundle(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        """`bundle ARGS` in the engine's network namespace (its published ports are there), DOCKER_HOST
+        at its socket; stdout and stderr together."""
+        return subprocess.run([*self.in_netns(), sys.executable, "-m", "bundle", *args],
+                              env={**self.env(), "PYTHONPATH": str(REPO), "NO_COLOR": "1", "COLUMNS": "200"},
+                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def containers(self, project: str) -> dict[str, dict]:
+        """service -> {state, exit_code, restart_policy} of every container of compose project `project`."""
+        ids = self.docker("ps", "-aq", "--filter", f"label=com.docker.compose.project={project}").stdout.split()
+        if not ids:
+            return {}
+        out = {}
+        for c in json.loads(self.docker("inspect", *ids).stdout):
+            out[c["Config"]["Labels"]["com.docker.compose.service"]] = {
+                "state": c["State"]["Status"], "exit_code": c["State"]["ExitCode"],
+                "restart_policy": c["HostConfig"]["RestartPolicy"]["Name"]}
+        return out
+
+    def remove(self) -> None:
+        """Stop it (SIGKILL past the wait) and remove its folders; what it mounted goes with it."""
+        try:
+            self.stop(timeout=60)
+        except RuntimeError:
+            pass
+        # What a killed dockerd leaves running: its containerd, the shims and the containers' processes
+        # (found by this engine's own root in their command lines, and its cgroup parent).
+        for pid in _processes_of(self.root):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        # Mounts a killed dockerd or its containerd may have left under the root (fuse-overlayfs, shm, netns).
+        mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+                  if line.split()[1].startswith(str(self.root) + "/")]
+        for mount in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", mount], capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+        subprocess.run(["ip", "netns", "delete", self.netns], capture_output=True)
+
+
+@contextmanager
+def own_engine(log: Path):
+    """A started engine of the test's own; always stopped and removed afterwards, even on failure."""
+    require_tool("dockerd", "docker.io (Debian) or docker-ce provides it")
+    require_tool("ip", "iproute2 provides it")
+    require_tool("nsenter", "util-linux provides it")
+    if os.geteuid() != 0:
+        missing("a dockerd of the test's own and its network namespace need root")
+    root = Path(tempfile.mkdtemp(prefix="bde-", dir="/tmp"))
+    engine = OwnEngine(root, log, root.name)
+    try:
+        subprocess.run(["ip", "netns", "add", engine.netns], check=True, capture_output=True)
+        # Its default bridge is one made here, inside the namespace: never `--bridge none` (dockerd then
+        # deletes a docker0 it finds) and never docker0 (the machine's engine's, in the host's namespace).
+        for step in (["ip", "link", "set", "lo", "up"], ["ip", "link", "add", BRIDGE, "type", "bridge"],
+                     ["ip", "addr", "add", BRIDGE_ADDRESS, "dev", BRIDGE], ["ip", "link", "set", BRIDGE, "up"]):
+            subprocess.run(["ip", "netns", "exec", engine.netns, *step], check=True, capture_output=True)
+        engine.start()
+        yield engine
+    finally:
+        engine.remove()
+
+
+def _processes_of(root: Path) -> set[int]:
+    found = set()
+    for cgroup in Path("/sys/fs/cgroup").glob(f"*/{root.name}/**/cgroup.procs"):
+        found |= {int(pid) for pid in cgroup.read_text().split()}
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if str(root).encode() in (proc / "cmdline").read_bytes():
+                found.add(int(proc.name))
+        except OSError:
+            continue
+    return found - {os.getpid()}
+
+
+def _machine_storage_driver() -> str | None:
+    """The machine's engine's storage driver (fuse-overlayfs where overlay2 cannot mount, as here),
+    read from its daemon.json, not asked of it."""
+    try:
+        return json.loads(Path("/etc/docker/daemon.json").read_text()).get("storage-driver")
+    except (OSError, ValueError):
+        return None
+
+
+# ---- the small rehearsal image ----
+
+def _closure(names) -> list[metadata.Distribution]:
+    """The installed distributions `names` need, their dependencies' dependencies included."""
+    seen: dict[str, metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        dist = metadata.distribution(name)
+        seen[name] = dist
+        for text in dist.requires or []:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return list(seen.values())
+
+
+def _copy_installed(dists, site: Path) -> None:
+    """Each distribution's files (its RECORD) inside site-packages, copied to `site`."""
+    for dist in dists:
+        base = Path(dist.locate_file(""))
+        for entry in dist.files or []:
+            rel = Path(str(entry))
+            if rel.parts[0] == ".." or "__pycache__" in rel.parts:
+                continue  # console scripts outside site-packages; bytecode is made again
+            src = base / rel
+            if src.is_file():
+                (site / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, site / rel)
+
+
+DOCKERFILE = """\
+FROM {base}
+COPY site /opt/site
+COPY simulator /opt/simulator
+COPY entrypoint.sh /usr/local/bin/bundle-entrypoint
+# SIM_ARG_PARSER=fallback: SGLang's server-argument parser needs torch, which this image leaves out.
+ENV PYTHONPATH=/opt/site:/opt/simulator PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 SIM_ARG_PARSER=fallback
+RUN printf '#!/bin/sh\\nexec python3 -m bundle.simulator "$@"\\n' > /usr/local/bin/sglang-worker-simulator \\
+ && chmod 0755 /usr/local/bin/sglang-worker-simulator /usr/local/bin/bundle-entrypoint \\
+ && python3 -c "import bundle.simulator.server, smg.launch_router; print('small rehearsal image: imports ok')"
+ENTRYPOINT ["bundle-entrypoint"]
+"""
+
+
+def base_image_into(engine: OwnEngine) -> str:
+    """The project's Debian root in `engine`: copied from the machine's engine when it has it (read
+    only: `docker save`), else made there by docker/debian-root.sh itself (debootstrap, minutes)."""
+    machine = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
+    if subprocess.run(["docker", "image", "inspect", BASE_IMAGE], env=machine, capture_output=True).returncode == 0:
+        save = subprocess.Popen(["docker", "save", BASE_IMAGE], env=machine, stdout=subprocess.PIPE)
+        loaded = subprocess.run(["docker", "load", "-q"], env=engine.env(), stdin=save.stdout, capture_output=True,
+                                text=True)
+        save.stdout.close()
+        if save.wait() != 0 or loaded.returncode != 0:
+            raise RuntimeError(f"docker save | docker load of {BASE_IMAGE}: {loaded.stderr[-500:]}")
+    else:
+        subprocess.run(["bash", str(REPO / "docker" / "debian-root.sh"), BASE_IMAGE], env=engine.env(), check=True,
+                       capture_output=True)
+    return BASE_IMAGE
+
+
+def small_rehearsal_image(engine: OwnEngine, tag: str) -> None:
+    """Build the small rehearsal image in `engine` and tag it `tag` (the tag `--rehearsal sim` asks for)."""
+    base = base_image_into(engine)
+    with tempfile.TemporaryDirectory(prefix="small-rehearsal-") as tmp:
+        context = Path(tmp)
+        _copy_installed(_closure(SIMULATOR_AND_ROUTER) + [metadata.distribution(n) for n in WITHOUT_DEPENDENCIES],
+                        context / "site")
+        shutil.copytree(REPO / "bundle" / "simulator", context / "simulator" / "bundle" / "simulator",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(REPO / "bundle" / "__init__.py", context / "simulator" / "bundle" / "__init__.py")
+        shutil.copy(REPO / "docker" / "entrypoint.sh", context / "entrypoint.sh")
+        (context / "Dockerfile").write_text(DOCKERFILE.format(base=base))
+        built = engine.docker("build", "-q", "-t", tag, str(context), check=False,
+                              extra_env={"DOCKER_BUILDKIT": "0"})
+        if built.returncode != 0:
+            raise RuntimeError(f"small rehearsal image: {built.stderr[-2000:]}")

@@ -1,0 +1,115 @@
+"""After a reboot, on a real Docker engine restart: a pd rehearsal (worker simulators, the real smg
+router) launched into a Docker engine of the test's own (tests/e2e/own_engine.py: its own dockerd,
+socket, data root and address pool; the bundle reaches it through DOCKER_HOST), that engine stopped
+with SIGTERM as a reboot's shutdown stops it, and started again on the same data root.
+
+The chosen behaviour (compose/pd.yaml, restart: unless-stopped on every service): every service comes
+back by itself and the front door serves again; `bundle status` says so; `bundle launch` of the same
+project reconciles (nothing recreated) and serves; the run records of before the reboot survive. With
+the other policy, on-failure, Docker's restore brings back only containers whose last exit code was not
+0: the servers exit 0 on the shutdown's SIGTERM, so none of the stack comes back, and `bundle status`
+says that and names the command. Both policies run in the one engine, through one restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from bundle.images import rehearsal as rehearsal_image
+from tests.conftest import write_config
+from tests.e2e.own_engine import OwnEngine, own_engine, small_rehearsal_image
+from tests.sim_process import free_port
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
+SERVICES = {"prefill", "decode", "router"}
+SERVING_WAIT_S = 120  # the router pairs the workers again once their health checks pass
+
+
+def _ok(engine: OwnEngine, *args: str) -> str:
+    done = engine.run_bundle(*args)
+    assert done.returncode == 0, f"bundle {' '.join(args)} exited {done.returncode}:\n{done.stdout[-4000:]}"
+    return done.stdout
+
+
+def _status(engine: OwnEngine, config) -> dict:
+    return json.loads(_ok(engine, "status", "pd", "-c", str(config), "--json"))
+
+
+def _until_serving(engine: OwnEngine, config) -> dict:
+    deadline = time.monotonic() + SERVING_WAIT_S
+    while True:
+        status = _status(engine, config)
+        if status["front_door"].get("serving") or time.monotonic() > deadline:
+            return status
+        time.sleep(2)
+
+
+def _ids(engine: OwnEngine, project: str) -> list[str]:
+    return sorted(engine.docker("ps", "-q", "--filter", f"label=com.docker.compose.project={project}").stdout.split())
+
+
+def _machine_engine_projects() -> str:
+    """The compose projects on the machine's own engine (read only): the bundle must never put one there."""
+    env = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
+    return subprocess.run(["docker", "ps", "-a", "--format", '{{.Label "com.docker.compose.project"}}'],
+                          env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_an_engine_restart_brings_the_whole_stack_back_or_none_of_it(tmp_path, runs_dir):
+    started = time.monotonic()
+    stem = f"reboot-{uuid.uuid4().hex[:6]}"
+    with own_engine(tmp_path / "dockerd.log") as engine:
+        small_rehearsal_image(engine, rehearsal_image.image_tag())
+        built = time.monotonic() - started
+
+        # Two pd projects: the default policy, and a config that asks for on-failure:3.
+        configs, projects = {}, {}
+        for name, extra in (("back", ""), ("none", "lifecycle:\n  restart: on-failure:3\n")):
+            configs[name] = write_config(tmp_path, f"project: {stem}-{name}\nnetwork:\n  front_port: {free_port()}\n"
+                                                   + extra, name=f"{name}.yaml")
+            projects[name] = f"{stem}-{name}-pd"
+            _ok(engine, "launch", "pd", "--rehearsal", "sim", "-c", str(configs[name]))
+        assert {c["restart_policy"] for c in engine.containers(projects["back"]).values()} == {"unless-stopped"}
+        assert {c["restart_policy"] for c in engine.containers(projects["none"]).values()} == {"on-failure"}
+        _ok(engine, "smoke", "pd", "-c", str(configs["back"]))
+        records_before = {p.relative_to(runs_dir) for p in runs_dir.rglob("*")}
+        assert stem not in _machine_engine_projects()  # DOCKER_HOST honoured end to end
+
+        # The reboot: SIGTERM to dockerd (it stops every container first), then the same data root again.
+        stopped_in = engine.stop()
+        engine.start()
+
+        # The chosen policy: every service came back by itself, and the front door serves again.
+        back = engine.containers(projects["back"])
+        assert {s for s, c in back.items() if c["state"] == "running"} == SERVICES, back
+        status = _until_serving(engine, configs["back"])
+        assert status["front_door"]["serving"], status
+        assert status["standing"]["command"] is None and "every service runs" in status["standing"]["words"]
+
+        # The other policy: none of it came back (each exited 0 on the shutdown's SIGTERM): never half.
+        none = engine.containers(projects["none"])
+        assert {(c["state"], c["exit_code"]) for c in none.values()} == {("exited", 0)}, none
+        words = " ".join(_ok(engine, "status", "pd", "-c", str(configs["none"])).split())
+        assert "none of its services runs" in words and "the front door does not serve" in words, words
+        command = f"bundle launch pd -c {configs['none']} --rehearsal sim"
+        assert f"bring it back: {command}" in words, words
+
+        # That command brings it back; the chosen policy's relaunch keeps what runs (nothing recreated).
+        assert "reconciling pd" in _ok(engine, *command.split()[1:])
+        assert _status(engine, configs["none"])["front_door"]["serving"]
+        running = _ids(engine, projects["back"])
+        _ok(engine, "launch", "pd", "--rehearsal", "sim", "-c", str(configs["back"]))
+        assert _ids(engine, projects["back"]) == running
+        _ok(engine, "smoke", "pd", "-c", str(configs["back"]))
+
+        # The run records of before the reboot are all still there.
+        assert records_before <= {p.relative_to(runs_dir) for p in runs_dir.rglob("*")}
+        for name in configs:
+            _ok(engine, "down", "pd", "-c", str(configs[name]))
+    print(f"image {built:.0f} s; dockerd stopped in {stopped_in:.1f} s; whole test {time.monotonic() - started:.0f} s")
