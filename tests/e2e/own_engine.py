@@ -233,18 +233,17 @@ def _copy_installed(dists, site: Path) -> None:
                 shutil.copy2(src, site / rel)
 
 
+# One COPY of a prepared tree, no RUN: on a fuse-overlayfs engine every layer's commit walks the whole
+# tree below it, so one layer is the cheap shape (docker/rehearsal.Dockerfile says the same).
+# SIM_ARG_PARSER=fallback: SGLang's server-argument parser needs torch, which this image leaves out.
 DOCKERFILE = """\
 FROM {base}
-COPY site /opt/site
-COPY simulator /opt/simulator
-COPY entrypoint.sh /usr/local/bin/bundle-entrypoint
-# SIM_ARG_PARSER=fallback: SGLang's server-argument parser needs torch, which this image leaves out.
+COPY tree/ /
 ENV PYTHONPATH=/opt/site:/opt/simulator PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 SIM_ARG_PARSER=fallback
-RUN printf '#!/bin/sh\\nexec python3 -m bundle.simulator "$@"\\n' > /usr/local/bin/sglang-worker-simulator \\
- && chmod 0755 /usr/local/bin/sglang-worker-simulator /usr/local/bin/bundle-entrypoint \\
- && python3 -c "import bundle.simulator.server, smg.launch_router; print('small rehearsal image: imports ok')"
 ENTRYPOINT ["bundle-entrypoint"]
 """
+LAUNCHER = '#!/bin/sh\n# The worker simulator; takes `python3 -m sglang.launch_server ARGS` as its arguments.\n' \
+           'exec python3 -m bundle.simulator "$@"\n'
 
 
 def base_image_into(engine: OwnEngine) -> str:
@@ -264,19 +263,30 @@ def base_image_into(engine: OwnEngine) -> str:
     return BASE_IMAGE
 
 
-def small_rehearsal_image(engine: OwnEngine, tag: str) -> None:
-    """Build the small rehearsal image in `engine` and tag it `tag` (the tag `--rehearsal sim` asks for)."""
+def small_rehearsal_image(engine: OwnEngine, tag: str) -> dict[str, float]:
+    """Build the small rehearsal image in `engine` and tag it `tag` (the tag `--rehearsal sim` asks for);
+    returns the seconds its base and its build took."""
+    began = time.monotonic()
     base = base_image_into(engine)
+    took = {"base image": time.monotonic() - began}
     with tempfile.TemporaryDirectory(prefix="small-rehearsal-") as tmp:
         context = Path(tmp)
+        tree = context / "tree"
         _copy_installed(_closure(SIMULATOR_AND_ROUTER) + [metadata.distribution(n) for n in WITHOUT_DEPENDENCIES],
-                        context / "site")
-        shutil.copytree(REPO / "bundle" / "simulator", context / "simulator" / "bundle" / "simulator",
+                        tree / "opt" / "site")
+        shutil.copytree(REPO / "bundle" / "simulator", tree / "opt" / "simulator" / "bundle" / "simulator",
                         ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(REPO / "bundle" / "__init__.py", context / "simulator" / "bundle" / "__init__.py")
-        shutil.copy(REPO / "docker" / "entrypoint.sh", context / "entrypoint.sh")
+        shutil.copy(REPO / "bundle" / "__init__.py", tree / "opt" / "simulator" / "bundle" / "__init__.py")
+        bin_dir = tree / "usr" / "local" / "bin"
+        bin_dir.mkdir(parents=True)
+        shutil.copy(REPO / "docker" / "entrypoint.sh", bin_dir / "bundle-entrypoint")
+        (bin_dir / "sglang-worker-simulator").write_text(LAUNCHER)
+        for script in bin_dir.iterdir():
+            script.chmod(0o755)
         (context / "Dockerfile").write_text(DOCKERFILE.format(base=base))
         built = engine.docker("build", "-q", "-t", tag, str(context), check=False,
                               extra_env={"DOCKER_BUILDKIT": "0"})
         if built.returncode != 0:
             raise RuntimeError(f"small rehearsal image: {built.stderr[-2000:]}")
+    took["image build"] = time.monotonic() - began - took["base image"]
+    return took
