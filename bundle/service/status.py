@@ -166,10 +166,11 @@ def relaunch_command(target: Launched) -> str:
 def standing(containers: list[ContainerStatus], door: FrontDoorState, command: str) -> Standing:
     """One line on what runs, what does not and whether the front door serves; `command` unless it serves
     with every service running."""
-    running = [c.service for c in containers if c.state == "running"]
+    ordered = sorted(containers, key=lambda c: c.service)
+    running = [c.service for c in ordered if c.state == "running"]
     not_running = [f"{c.service} ({c.state}" + (f", exit code {c.exit_code}" if c.state == "exited" else "") + ")"
-                   for c in containers if c.state != "running"]
-    starting = [c.service for c in containers if c.state == "running" and c.health == "starting"]
+                   for c in ordered if c.state != "running"]
+    starting = [c.service for c in ordered if c.state == "running" and c.health == "starting"]
     if not running:
         words = f"none of its services runs ({', '.join(not_running)}); the front door does not serve"
     elif not_running:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -118,6 +119,13 @@ class OwnEngine:
                               env={**self.env(), "PYTHONPATH": str(REPO), "NO_COLOR": "1", "COLUMNS": "200"},
                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
 
+    def killed_on_stop(self) -> set[str]:
+        """Ids of the containers the last shutdown killed (SIGKILL) because they had not exited within
+        their stop timeout of SIGTERM: their exit code is then 137, not their own."""
+        text = self.log.read_text(errors="replace")
+        last = text[text.rfind("Processing signal 'terminated'"):]
+        return set(re.findall(r'failed to exit within \d+s of signal 15 - using the force" container=(\w+)', last))
+
     def log_tail(self, lines: int = 30) -> str:
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
@@ -125,14 +133,14 @@ class OwnEngine:
             return "(no log)"
 
     def containers(self, project: str) -> dict[str, dict]:
-        """service -> {state, exit_code, restart_policy} of every container of compose project `project`."""
+        """service -> {id, state, exit_code, restart_policy} of every container of compose project `project`."""
         ids = self.docker("ps", "-aq", "--filter", f"label=com.docker.compose.project={project}").stdout.split()
         if not ids:
             return {}
         out = {}
         for c in json.loads(self.docker("inspect", *ids).stdout):
             out[c["Config"]["Labels"]["com.docker.compose.service"]] = {
-                "state": c["State"]["Status"], "exit_code": c["State"]["ExitCode"],
+                "id": c["Id"], "state": c["State"]["Status"], "exit_code": c["State"]["ExitCode"],
                 "restart_policy": c["HostConfig"]["RestartPolicy"]["Name"]}
         return out
 

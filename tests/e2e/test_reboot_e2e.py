@@ -1,14 +1,16 @@
 """After a reboot, on a real Docker engine restart: a pd rehearsal (worker simulators, the real smg
 router) launched into a Docker engine of the test's own (tests/e2e/own_engine.py: its own dockerd,
-socket, data root and address pool; the bundle reaches it through DOCKER_HOST), that engine stopped
+network namespace, socket and data root; the bundle reaches it through DOCKER_HOST), that engine stopped
 with SIGTERM as a reboot's shutdown stops it, and started again on the same data root.
 
 The chosen behaviour (compose/pd.yaml, restart: unless-stopped on every service): every service comes
 back by itself and the front door serves again; `bundle status` says so; `bundle launch` of the same
-project reconciles (nothing recreated) and serves; the run records of before the reboot survive. With
-the other policy, on-failure, Docker's restore brings back only containers whose last exit code was not
-0: the servers exit 0 on the shutdown's SIGTERM, so none of the stack comes back, and `bundle status`
-says that and names the command. Both policies run in the one engine, through one restart.
+project reconciles (nothing recreated) and serves; the run records of before the reboot survive.
+Beside it, a project on the other policy, on-failure:3: Docker's restore brings back exactly the
+containers whose last exit code was not 0, which depends on whether each exited 0 on the SIGTERM
+within its stop timeout or was killed (137). Its outcome varies from run to run (seen here: nothing came
+back; the servers came back because the shutdown had killed them past their 10 s stop timeout), so the test holds Docker to that rule and `bundle status` to
+the truth: which services run, which do not, whether it serves, and the command that brings it back.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def _machine_engine_projects() -> str:
                           env=env, capture_output=True, text=True, check=True).stdout
 
 
-def test_an_engine_restart_brings_the_whole_stack_back_or_none_of_it(tmp_path, runs_dir):
+def test_an_engine_restart_brings_the_whole_stack_back_and_status_says_what_runs(tmp_path, runs_dir):
     started = time.monotonic()
     stem = f"reboot-{uuid.uuid4().hex[:6]}"
     with own_engine(tmp_path / "dockerd.log") as engine:
@@ -96,6 +98,7 @@ def test_an_engine_restart_brings_the_whole_stack_back_or_none_of_it(tmp_path, r
 
         # The reboot: SIGTERM to dockerd (it stops every container first), then the same data root again.
         stopped_in = engine.stop()
+        killed = engine.killed_on_stop()
         began = time.monotonic()
         engine.start()
         TIMES["engine start"] = time.monotonic() - began
@@ -109,14 +112,25 @@ def test_an_engine_restart_brings_the_whole_stack_back_or_none_of_it(tmp_path, r
         assert status["front_door"]["serving"], status
         assert status["standing"]["command"] is None and "every service runs" in status["standing"]["words"]
 
-        # The other policy: none of it came back (each exited 0 on the shutdown's SIGTERM): never half.
+        # The other policy: back is exactly what the shutdown killed (exit 137), not what exited 0 itself.
         none = engine.containers(projects["none"])
-        assert {(c["state"], c["exit_code"]) for c in none.values()} == {("exited", 0)}, none
         assert {c["restart_policy"] for c in none.values()} == {"on-failure"}, none
+        came_back = {s for s, c in none.items() if c["state"] == "running"}
+        assert came_back == {s for s, c in none.items() if c["id"] in killed}, (none, killed)
+        assert all(c["exit_code"] == 0 for s, c in none.items() if s not in came_back), none
+        print(f"on-failure:3 after the restart: back {sorted(came_back) or 'none'}, killed on stop "
+              f"{sorted(s for s, c in {**back, **none}.items() if c['id'] in killed) or 'none'}")
+        standing = _status(engine, configs["none"])["standing"]
+        assert set(standing["running"]) == came_back
+        assert {n.split()[0] for n in standing["not_running"]} == SERVICES - came_back
         words = " ".join(_ok(engine, "status", "pd", "-c", str(configs["none"])).split())
-        assert "none of its services runs" in words and "the front door does not serve" in words, words
         command = f"bundle launch pd -c {configs['none']} --rehearsal sim"
-        assert f"bring it back: {command}" in words, words
+        if not came_back:
+            assert "none of its services runs" in words and "the front door does not serve" in words, words
+        elif came_back != SERVICES:
+            assert f"running: {', '.join(sorted(came_back))}; not running:" in words, words
+        if standing["command"] is not None:  # not whole, or not serving yet
+            assert f"bring it back: {command}" in words, words
 
         # That command brings it back; the chosen policy's relaunch keeps what runs (nothing recreated).
         running = _ids(engine, projects["back"])
@@ -124,7 +138,7 @@ def test_an_engine_restart_brings_the_whole_stack_back_or_none_of_it(tmp_path, r
         relaunched = both(lambda name: _ok(engine, *command.split()[1:]) if name == "none" else
                           _ok(engine, "launch", "pd", "--rehearsal", "sim", "-c", str(configs[name])), configs)
         TIMES["two relaunches"] = time.monotonic() - began
-        assert "reconciling pd" in relaunched["none"]
+        assert "reconciling pd" in relaunched["none"]  # the same project, brought back
         assert _status(engine, configs["none"])["front_door"]["serving"]
         assert _ids(engine, projects["back"]) == running
         _ok(engine, "smoke", "pd", "-c", str(configs["back"]))
