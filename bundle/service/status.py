@@ -86,8 +86,9 @@ class Status:
     def to_dict(self) -> dict:
         """What `bundle status --json` prints for it."""
         out = {"topology": self.topology, "project": self.project, "rehearsal": self.rehearsal,
-               "containers": [asdict(c) for c in self.containers], "front_door": self.front_door.to_dict(),
-               "standing": asdict(self.standing) if self.standing else None}
+               "containers": [asdict(c) for c in self.containers], "front_door": self.front_door.to_dict()}
+        if self.standing is not None:
+            out["standing"] = asdict(self.standing)
         if self.target_name is not None:
             out[self.target_name] = self.target_view
         return out
