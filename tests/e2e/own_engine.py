@@ -40,7 +40,7 @@ from tests.conftest import missing, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 BASE_IMAGE = "sglang-bundle/debian-root:bookworm"  # docker/debian-root.sh's default tag
-# What the worker simulator and smg import (bundle/simulator; `python3 -m smg.launch_router`), with their
+# What the worker simulator and smg import (bundle/rehearsal/simulator; `python3 -m smg.launch_router`), with their
 # dependencies; and the pinned SGLang itself without its own (torch and the rest): the simulator reports
 # the SGLang installed beside it, which the launch's attestation holds against the lock (its
 # server-argument parser needs torch: the simulator's fallback parses). SGLang's 10,500 files go in as one
@@ -265,7 +265,7 @@ ENV PYTHONPATH=/opt/site:/opt/sglang.zip:/opt/simulator PYTHONUNBUFFERED=1 PYTHO
 ENTRYPOINT ["bundle-entrypoint"]
 """
 LAUNCHER = '#!/bin/sh\n# The worker simulator; takes `python3 -m sglang.launch_server ARGS` as its arguments.\n' \
-           'exec python3 -m bundle.simulator "$@"\n'
+           'exec python3 -m bundle.rehearsal.simulator "$@"\n'
 
 
 def base_image_into(engine: OwnEngine) -> str:
@@ -296,9 +296,12 @@ def small_rehearsal_image(engine: OwnEngine, tag: str) -> dict[str, float]:
         tree = context / "tree"
         _copy_installed(_closure(SIMULATOR_AND_ROUTER), tree / "opt" / "site")
         _zip_installed([metadata.distribution(n) for n in ZIPPED], tree / "opt" / "sglang.zip")
-        shutil.copytree(REPO / "bundle" / "simulator", tree / "opt" / "simulator" / "bundle" / "simulator",
+        # As docker/rehearsal.Dockerfile lays it out: the simulator package and the two __init__ above it.
+        sim_root = tree / "opt" / "simulator"
+        shutil.copytree(REPO / "bundle" / "rehearsal" / "simulator", sim_root / "bundle" / "rehearsal" / "simulator",
                         ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(REPO / "bundle" / "__init__.py", tree / "opt" / "simulator" / "bundle" / "__init__.py")
+        for package in ("bundle", "bundle/rehearsal"):
+            shutil.copy(REPO / package / "__init__.py", sim_root / package / "__init__.py")
         bin_dir = tree / "usr" / "local" / "bin"
         bin_dir.mkdir(parents=True)
         shutil.copy(REPO / "docker" / "entrypoint.sh", bin_dir / "bundle-entrypoint")

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from bundle.images import rehearsal as rehearsal_image
+from bundle.rehearsal.shared import image as rehearsal_image
 from tests.conftest import write_config
 from tests.e2e.own_engine import OwnEngine, own_engine, small_rehearsal_image
 from tests.sim_process import free_port
