@@ -1,8 +1,9 @@
 """A Docker engine of a test's own: a `dockerd` host process on its own socket, data root, exec root
 (its own supervised containerd under it) and pid file, inside a network namespace of its own (its
 bridges, iptables rules, address pool and published ports live there), so nothing it does can reach or
-clash with the machine's engine: a second dockerd in the host's namespace would rewrite the machine's
-DOCKER chains, and with --iptables=false its bridges' traffic meets the host FORWARD policy (DROP).
+clash with the machine's engine. In the host's namespace a second dockerd deletes the machine's docker0
+at its start when given `--bridge none` (seen here), shares it otherwise, rewrites the machine's DOCKER
+iptables chains, or with --iptables=false sees its bridges' traffic dropped by the host FORWARD policy.
 A test runs the bundle in that namespace (`run_bundle`: the CLI, as users run it) with DOCKER_HOST at
 its socket (the docker CLI, compose and python-on-whales all honour it), stops it with SIGTERM as a
 reboot's shutdown does, and starts it again on the same data root.
