@@ -59,7 +59,16 @@ class OwnEngine:
     root: Path  # short: containerd's socket path under it must stay below 108 bytes
     log: Path  # outside `root`: kept for a failed test to read
     netns: str  # its network namespace (`ip netns`), made by own_engine()
-    proc: subprocess.Popen | None = None  # the running dockerd (`ip netns exec` execs it: the same process)
+    proc: subprocess.Popen | None = None  # the running dockerd (`nsenter` execs it: the same process)
+    # time.monotonic() by which every command must have ended: a stuck one fails the test while there is
+    # still time to clean up (pytest-timeout's end skips `finally` and would leave this engine running).
+    deadline: float = float("inf")
+
+    def time_left(self, wanted: float) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the test's time budget for its own engine is spent")
+        return min(wanted, left)
 
     @property
     def host(self) -> str:
@@ -75,7 +84,7 @@ class OwnEngine:
     def docker(self, *args: str, check: bool = True, extra_env: dict[str, str] | None = None,
                timeout: float = 300) -> subprocess.CompletedProcess:
         return subprocess.run(["docker", *args], env={**self.env(), **(extra_env or {})}, capture_output=True,
-                              text=True, check=check, timeout=timeout)
+                              text=True, check=check, timeout=self.time_left(timeout))
 
     def start(self) -> None:
         config = self.root / "daemon.json"
@@ -118,7 +127,8 @@ class OwnEngine:
         at its socket; stdout and stderr together."""
         return subprocess.run([*self.in_netns(), sys.executable, "-m", "bundle", *args],
                               env={**self.env(), "PYTHONPATH": str(REPO), "NO_COLOR": "1", "COLUMNS": "200"},
-                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=self.time_left(timeout))
 
     def killed_on_stop(self) -> set[str]:
         """Ids of the containers the last shutdown killed (SIGKILL) because they had not exited within
@@ -153,11 +163,13 @@ class OwnEngine:
             pass
         # What a killed dockerd leaves running: its containerd, the shims and the containers' processes
         # (found by this engine's own root in their command lines, and its cgroup parent).
-        for pid in _processes_of(self.root):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        for _ in range(3):  # what a kill lets go of (a shim's container, a mount's FUSE daemon) goes next round
+            for pid in _processes_of(self.root):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.5)
         # Mounts a killed dockerd or its containerd may have left under the root (fuse-overlayfs, shm, netns).
         mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
                   if line.split()[1].startswith(str(self.root) + "/")]
@@ -165,18 +177,27 @@ class OwnEngine:
             subprocess.run(["umount", "-l", mount], capture_output=True)
         shutil.rmtree(self.root, ignore_errors=True)
         subprocess.run(["ip", "netns", "delete", self.netns], capture_output=True)
+        # The cgroups its --cgroup-parent made (dockerd leaves the parents behind), deepest first.
+        for parent in Path("/sys/fs/cgroup").glob(f"*/{self.root.name}"):
+            for folder in sorted((d for d in parent.rglob("*") if d.is_dir()), key=lambda d: len(d.parts),
+                                 reverse=True) + [parent]:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
 
 
 @contextmanager
-def own_engine(log: Path):
-    """A started engine of the test's own; always stopped and removed afterwards, even on failure."""
+def own_engine(log: Path, *, budget_s: float):
+    """A started engine of the test's own, whose commands must all end within `budget_s` (keep it below the
+    test's pytest timeout by the cleanup's minute or two); always stopped and removed afterwards."""
     require_tool("dockerd", "docker.io (Debian) or docker-ce provides it")
     require_tool("ip", "iproute2 provides it")
     require_tool("nsenter", "util-linux provides it")
     if os.geteuid() != 0:
         missing("a dockerd of the test's own and its network namespace need root")
     root = Path(tempfile.mkdtemp(prefix="bde-", dir="/tmp"))
-    engine = OwnEngine(root, log, root.name)
+    engine = OwnEngine(root, log, root.name, deadline=time.monotonic() + budget_s)
     try:
         subprocess.run(["ip", "netns", "add", engine.netns], check=True, capture_output=True)
         # Its default bridge is one made here, inside the namespace: never `--bridge none` (dockerd then
@@ -193,7 +214,10 @@ def own_engine(log: Path):
 def _processes_of(root: Path) -> set[int]:
     found = set()
     for cgroup in Path("/sys/fs/cgroup").glob(f"*/{root.name}/**/cgroup.procs"):
-        found |= {int(pid) for pid in cgroup.read_text().split()}
+        try:
+            found |= {int(pid) for pid in cgroup.read_text().split()}
+        except OSError:
+            continue  # removed while being read
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             if str(root).encode() in (proc / "cmdline").read_bytes():

@@ -29,7 +29,8 @@ from tests.conftest import write_config
 from tests.e2e.own_engine import OwnEngine, own_engine, small_rehearsal_image
 from tests.sim_process import free_port
 
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+BUDGET_S = 720  # every command of the test's own engine ends by then: 3 minutes left to clean up
 SERVICES = {"prefill", "decode", "router"}
 SERVING_WAIT_S = 120  # the router pairs the workers again once their health checks pass
 
@@ -79,7 +80,7 @@ def _machine_engine_projects() -> str:
 def test_an_engine_restart_brings_the_whole_stack_back_and_status_says_what_runs(tmp_path, runs_dir):
     started = time.monotonic()
     stem = f"reboot-{uuid.uuid4().hex[:6]}"
-    with own_engine(tmp_path / "dockerd.log") as engine:
+    with own_engine(tmp_path / "dockerd.log", budget_s=BUDGET_S) as engine:
         TIMES.update(small_rehearsal_image(engine, rehearsal_image.image_tag()))
 
         # Two pd projects: the default policy, and a config that asks for on-failure:3.
