@@ -75,3 +75,7 @@ def _print(reports) -> None:
         if door.kv_path:
             console.print(f"[red]the KV transfer between prefill and decode fails[/]: {door.kv_path}\n"
                           f"  fix: {door.kv_path_fix}", markup=True)
+        if one.standing is not None:
+            console.print(one.standing.words, markup=False)
+            if one.standing.command:
+                console.print(f"bring it back: {one.standing.command}", markup=False)

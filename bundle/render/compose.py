@@ -218,7 +218,7 @@ def _lifecycle_env(dep: Deployment) -> dict[str, str]:
         "HEALTH_INTERVAL": health.interval,
         "HEALTH_TIMEOUT": health.timeout,
         "HEALTH_RETRIES": str(health.retries),
-        "WORKER_RESTART_POLICY": life.restart,
+        "RESTART_POLICY": life.restart,  # every service's, the router's too (compose/pd.yaml)
         "STOP_GRACE_PERIOD": life.stop_grace_period,
     }
 

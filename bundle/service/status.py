@@ -1,7 +1,9 @@
 """StatusRequest -> what runs of one launched project: each container's state, health, restarts, ports,
 processes and problem (paused, hung, not answering), whether the front door really serves (a one-token
 generation, not only its readiness path), the KV path's evidence when a disaggregated front door answers
-server errors, and what its target adds (Target.status: a batch job's queue, say)."""
+server errors, what its target adds (Target.status: a batch job's queue, say), and where it stands in one
+line (which services run, which do not, whether it serves: after a reboot, say) with the one command that
+brings it back."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 import requests
 
+from bundle.config.source import DEFAULTS_NAME
 from bundle.errors import BundleError
 from bundle.rehearsal import registry as rehearsal
 from bundle.service.running import Launched
@@ -59,6 +62,17 @@ class ContainerStatus:
 
 
 @dataclass(frozen=True)
+class Standing:
+    """Where the stack stands, in words (after a reboot: which services came back, which did not, whether
+    the front door serves), and the one command that brings it back (None while it serves)."""
+    running: list[str]  # services whose container runs
+    not_running: list[str]  # "prefill (exited, exit code 0)": stopped, never started, restarting, ...
+    serving: bool
+    words: str
+    command: str | None
+
+
+@dataclass(frozen=True)
 class Status:
     topology: str
     project: str
@@ -67,11 +81,14 @@ class Status:
     front_door: FrontDoorState
     target_name: str | None = None  # a target that adds to the status: its name, the key of what it adds
     target_view: dict | None = None  # what it adds
+    standing: Standing | None = None  # None for a project with no containers
 
     def to_dict(self) -> dict:
         """What `bundle status --json` prints for it."""
         out = {"topology": self.topology, "project": self.project, "rehearsal": self.rehearsal,
                "containers": [asdict(c) for c in self.containers], "front_door": self.front_door.to_dict()}
+        if self.standing is not None:
+            out["standing"] = asdict(self.standing)
         if self.target_name is not None:
             out[self.target_name] = self.target_view
         return out
@@ -96,9 +113,15 @@ def front_door_serves(front: FrontDoor) -> FrontDoorState:
 
 
 def server_problem(state: ContainerState, workers: ComposeWorkers) -> str | None:
-    """Paused, hung or not answering; None for a server that answers /health (or is not running)."""
+    """Paused, crash-looping, hung or not answering; None for a server that answers /health (or is not
+    running)."""
     if state.state == "paused":
         return "paused: its processes are frozen (`docker unpause` or `bundle launch` again)"
+    if state.state == "restarting":
+        # Docker's backoff between two starts of a server that keeps exiting (its restart policy has no
+        # limit: compose/pd.yaml says why).
+        return (f"crash-looping: restarted {state.restart_count}x, last exit code {state.exit_code} "
+                f"(`bundle logs {state.service}`)")
     if state.state != "running":
         return None
     seconds = WORKER_PROBE_SECONDS
@@ -121,6 +144,46 @@ def kv_path_evidence(target: Launched, workers: ComposeWorkers, door: FrontDoorS
     found = kv_path.evidence(workers, target.topology, router_log=log)
     if found.broken:
         door.kv_path, door.kv_path_fix = found.text(), kv_path.HINT
+
+
+def relaunch_command(target: Launched) -> str:
+    """The `bundle launch` that brings this project back as it was launched: on a project that is up it
+    reconciles (starts what is stopped, keeps what runs) and waits until the front door serves."""
+    record = target.record
+    words = ["bundle", "launch", target.topology.name]
+    if record is not None:
+        if record.config and record.config != DEFAULTS_NAME:
+            words += ["-c", record.config]
+        mode = rehearsal.name_of(rehearsal.from_record(record.rehearsal))
+        if mode:
+            words += ["--rehearsal", mode]
+        if record.target and record.target != "compose":
+            words += ["--target", record.target]
+        if "monitoring" in (record.profiles or []):
+            words.append("--monitoring")
+    return " ".join(words)
+
+
+def standing(containers: list[ContainerStatus], door: FrontDoorState, command: str) -> Standing:
+    """One line on what runs, what does not and whether the front door serves; `command` unless it serves
+    with every service running."""
+    ordered = sorted(containers, key=lambda c: c.service)
+    running = [c.service for c in ordered if c.state == "running"]
+    not_running = [f"{c.service} ({c.state}" + (f", exit code {c.exit_code}" if c.state == "exited" else "") + ")"
+                   for c in ordered if c.state != "running"]
+    starting = [c.service for c in ordered if c.state == "running" and c.health == "starting"]
+    if not running:
+        words = f"none of its services runs ({', '.join(not_running)}); the front door does not serve"
+    elif not_running:
+        words = (f"running: {', '.join(running)}; not running: {', '.join(not_running)}; "
+                 f"the front door {'serves' if door.serving else 'does not serve'}")
+    elif door.serving:
+        words = f"every service runs ({', '.join(running)}) and the front door serves"
+    else:
+        still = f" ({', '.join(starting)} still starting)" if starting else ""
+        words = f"every service runs ({', '.join(running)}) but the front door does not serve yet{still}"
+    whole = door.serving and not not_running
+    return Standing(running, not_running, door.serving, words, None if whole else command)
 
 
 def status(request: StatusRequest) -> Status:
@@ -147,5 +210,6 @@ def status(request: StatusRequest) -> Status:
     mode = rehearsal.from_record(record.rehearsal if record else None)
     adds = record is not None and request.target_status is not None
     view = request.target_status(target.project) if adds else None  # the target's own view (Target.status)
+    where = standing(containers, door, relaunch_command(target)) if containers else None
     return Status(target.topology.name, target.project, rehearsal.name_of(mode), containers, door,
-                  request.target_name if adds else None, view)
+                  request.target_name if adds else None, view, where)
