@@ -5,6 +5,7 @@ The same words on a real engine restart: tests/e2e/test_reboot_e2e.py."""
 from __future__ import annotations
 
 from bundle import topology as registry
+from bundle.targets import registry as targets
 from bundle.config.source import DEFAULTS_NAME
 from bundle.service.running import Launched
 from bundle.service.status import ContainerStatus, FrontDoorState, relaunch_command, standing
@@ -54,8 +55,10 @@ def test_all_running_but_still_starting_is_not_called_serving():
 
 
 def test_the_command_repeats_the_launch_config_rehearsal_target_and_monitoring():
-    assert relaunch_command(_launched()) == "bundle launch pd"
-    assert relaunch_command(_launched(config="/etc/b.yaml", rehearsal="sim", profiles=["monitoring"])) == \
+    default = targets.DEFAULT  # what the status verb hands down: the target launch takes without --target
+    assert relaunch_command(_launched(), default) == "bundle launch pd"
+    assert relaunch_command(_launched(target=default), default) == "bundle launch pd"
+    assert relaunch_command(_launched(config="/etc/b.yaml", rehearsal="sim", profiles=["monitoring"]), default) == \
         "bundle launch pd -c /etc/b.yaml --rehearsal sim --monitoring"
-    assert relaunch_command(_launched(rehearsal=True, target="slurm")) == \
+    assert relaunch_command(_launched(rehearsal=True, target="slurm"), default) == \
         "bundle launch pd --rehearsal sim --target slurm"  # an older record's True is the simulator

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
         record = launched.record
         target = targets.get(record.target) if record is not None else None
         reports.append(status(StatusRequest(launched, target_name=target.name if target else None,
-                                            target_status=target.status if target else None)))
+                                            target_status=target.status if target else None,
+                                            default_target=targets.DEFAULT)))
     if args.json:
         data = [r.to_dict() for r in reports]
         print(json.dumps(data[0] if args.topology and len(data) == 1 else data, indent=2))

@@ -32,6 +32,7 @@ class StatusRequest:
     target: Launched
     target_name: str | None = None  # the render target its launch record names (its key in the JSON)
     target_status: Callable[[str], dict] | None = None  # what that target adds, from the project's name
+    default_target: str | None = None  # the target `bundle launch` takes without --target (the registry's)
     processes: Callable[[str], list[str]] = container_processes  # a container's process names
 
 
@@ -146,7 +147,7 @@ def kv_path_evidence(target: Launched, workers: ComposeWorkers, door: FrontDoorS
         door.kv_path, door.kv_path_fix = found.text(), kv_path.HINT
 
 
-def relaunch_command(target: Launched) -> str:
+def relaunch_command(target: Launched, default_target: str | None = None) -> str:
     """The `bundle launch` that brings this project back as it was launched: on a project that is up it
     reconciles (starts what is stopped, keeps what runs) and waits until the front door serves."""
     record = target.record
@@ -157,7 +158,7 @@ def relaunch_command(target: Launched) -> str:
         mode = rehearsal.name_of(rehearsal.from_record(record.rehearsal))
         if mode:
             words += ["--rehearsal", mode]
-        if record.target and record.target != "compose":
+        if record.target and record.target != default_target:
             words += ["--target", record.target]
         if "monitoring" in (record.profiles or []):
             words.append("--monitoring")
@@ -210,6 +211,6 @@ def status(request: StatusRequest) -> Status:
     mode = rehearsal.from_record(record.rehearsal if record else None)
     adds = record is not None and request.target_status is not None
     view = request.target_status(target.project) if adds else None  # the target's own view (Target.status)
-    where = standing(containers, door, relaunch_command(target)) if containers else None
+    where = standing(containers, door, relaunch_command(target, request.default_target)) if containers else None
     return Status(target.topology.name, target.project, rehearsal.name_of(mode), containers, door,
                   request.target_name if adds else None, view, where)
