@@ -38,7 +38,8 @@ def _run(tmp_path: Path, build: str, tier: str, timeout: int = 60) -> subprocess
     knob.mkdir(parents=True)
     (knob / "cpuset.cpus").write_text("0-7\n")
     folder = _bin(tmp_path, build)
-    env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}", "BIN": str(folder), "CHAIN_CGROUPS": str(knob), "KNOB": str(knob / "cpuset.cpus")}
+    env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}", "BIN": str(folder), "CHAIN_CGROUPS": str(knob), "KNOB": str(knob / "cpuset.cpus"),
+           "TMPDIR": str(tmp_path)}  # the script's work folder (its status file and log) goes there
     return subprocess.run(["bash", str(SCRIPT), "bash", "-c", tier], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
