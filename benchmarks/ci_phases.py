@@ -33,7 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RECORDS = REPO / "benchmarks" / "records"
 BASELINE = REPO / "benchmarks" / "ci_baseline.json"
-LAYER_LINE = re.compile(r"\[\d+/\d+\] (?P<name>[\w-]+)\s+built\s+\S+ in (?P<seconds>\d+) s")
+# `\s+` before "in": a console writing to a file wraps at 80 columns, so the time may start the next line.
+LAYER_LINE = re.compile(r"\[\d+/\d+\] (?P<name>[\w-]+)\s+built\s+\S+\s+in (?P<seconds>\d+) s")
 REHEARSAL_LINE = re.compile(r"rehearsal: built (?P<tag>\S+) in (?P<seconds>\d+) s")
 
 

@@ -68,7 +68,9 @@ setsid bash -c '
   rc=$?
   put_back
   # The layer lines (`[4/6] kernels built ... in 812 s`), not the steps: the tier goes on printing.
-  grep -E "^\[[0-9]+/[0-9]+\] " "$log" | sed "s/^/[chain] /"
+  # (A log is no terminal: the console wraps a long line, so " in 812 s" may stand on a line of its own.)
+  awk "/^\\[[0-9]+\\/[0-9]+\\] /{if(l)print l; l=\$0; next} /^in [0-9]+ s\$/{if(l){print l \" \" \$0; l=\"\"}} END{if(l)print l}" \
+    "$log" | sed "s/^/[chain] /"
   [ "$rc" -eq 0 ] || { echo "[chain] the build failed (exit $rc); its log ends:"; tail -n 40 "$log"; }
   echo "$rc" >"$status"
 ' chain-build "$log" "$status" "${knobs[@]}" &
