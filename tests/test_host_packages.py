@@ -107,7 +107,8 @@ def test_gives_up_after_the_time_limit_naming_the_lock(apt_root: Path, which: st
         out, _ = script.communicate(timeout=60)
         took = time.monotonic() - started
     assert script.returncode == 1, out
-    assert took >= 2.5, f"gave up after {took:.1f} s, before its 3 s limit:\n{out}"
+    # The script counts bash's SECONDS (whole seconds): its 3 s can end after 2.x s of real time.
+    assert took >= 2.0, f"gave up after {took:.1f} s, before its 3 s limit:\n{out}"
     assert "lock" in out and "APT_LOCK_TIMEOUT" in out, out
     assert "for the package manager's lock: Could not get lock" in out, out  # it said it waited
     if which == "lists":
