@@ -133,8 +133,20 @@ def _groups(usage: str) -> list[str]:
 def _synopsis(usage: str) -> str:
     """The usage line as text that wraps between its parts, never inside one (a code block would run
     it off a phone's screen in one line; a browser would break "--rehearsal" after its first dash)."""
-    parts = " ".join(f'<span class="part">{prose(group)}</span>' for group in _groups(usage))
+    parts = " ".join(_part(group) for group in _groups(usage))
     return f'<p class="synopsis"><code>{parts}</code></p>'
+
+
+# A part longer than this may wrap between its own words: "[--speculative {none,mtp,mtp-light,dspark}]"
+# is wider than a phone's column (390 px) kept whole.
+LONG_PART = 30
+
+
+def _part(group: str) -> str:
+    if len(group) <= LONG_PART:
+        return f'<span class="part">{prose(group)}</span>'
+    words = " ".join(f'<span class="word">{prose(word)}</span>' for word in group.split(" "))
+    return f'<span class="part long">{words}</span>'
 
 
 def _usage_and_flags(parser: argparse.ArgumentParser) -> list[str]:

@@ -44,22 +44,24 @@ def _row(cells) -> str:
 
 
 def public_figures() -> str:
-    lines = [_row(("run", "TP", "EP", "C", "speculative", "power cap", "tok/s", "TPOT ms", "floor ms",
-                   "of the floor (Server)", "of the floor (Workstation)", "verdict and first causes")),
-             _row(("---",) * 12)]
-    for run in public_runs():
-        server, workstation = scored_run(run, SERVER), scored_run(run, WORKSTATION)
+    """Two tables, a run's row in each: what was run and measured, then how it scores. One table of both
+    (12 columns) scrolled sideways even at desktop width."""
+    runs = [(run, scored_run(run, SERVER), scored_run(run, WORKSTATION)) for run in public_runs()]
+    measured = [_row(("run", "TP", "EP", "C", "speculative", "power cap", "tok/s", "TPOT ms")), _row(("---",) * 8)]
+    scored = [_row(("run", "floor ms", "of the floor (Server)", "of the floor (Workstation)", "verdict and first causes")),
+              _row(("---",) * 5)]
+    for run, server, workstation in runs:
         limit, v = server.limit, server.limit["verdict"]
         causes = "; ".join(c["name"] + ("" if c["seen"] else " (not checked)") for c in v["causes"][:3])
         spec = run.get("speculative", "none") + (" (acceptance unknown)" if v["acceptance_unknown"] else "")
-        lines.append(_row((run["name"], run["tp"], run.get("ep", 1), run["concurrency"], spec,
-                           f"{run['power_limit_w']} W" if run.get("power_limit_w") else "not stated",
-                           run["output_tok_s"], f"{server.tpot_ms:.2f}", f"{limit['floor_tpot_ms']:.2f}",
-                           f"{limit['floor_share'] * 100:.1f}%", f"{workstation.limit['floor_share'] * 100:.1f}%",
-                           f"{v['band']}: {causes}")))
-    lines.append("")
-    lines.append("Sources: " + "; ".join(f"{r['name']} C={r['concurrency']}: {r['source']}" for r in public_runs()))
-    return "\n".join(lines)
+        name = f"{run['name']} C={run['concurrency']}"
+        measured.append(_row((run["name"], run["tp"], run.get("ep", 1), run["concurrency"], spec,
+                              f"{run['power_limit_w']} W" if run.get("power_limit_w") else "not stated",
+                              run["output_tok_s"], f"{server.tpot_ms:.2f}")))
+        scored.append(_row((name, f"{limit['floor_tpot_ms']:.2f}", f"{limit['floor_share'] * 100:.1f}%",
+                            f"{workstation.limit['floor_share'] * 100:.1f}%", f"{v['band']}: {causes}")))
+    sources = "Sources: " + "; ".join(f"{r['name']} C={r['concurrency']}: {r['source']}" for r in public_runs())
+    return "\n".join([*measured, "", "How each scores:", "", *scored, "", sources])
 
 
 def floors() -> str:

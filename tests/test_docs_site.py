@@ -197,7 +197,10 @@ def test_make_docs_needs_only_its_own_hashed_venv(tmp_path):
     requirements/dev.txt, torch) and no other venv."""
     make = require_tool("make", "GNU make runs every documented command")
     venv = tmp_path / "docs-venv"
-    plan = subprocess.run([make, "-n", "docs", f"DOCS_VENV={venv}", f"VENV={tmp_path / 'dev-venv'}"], cwd=ROOT,
+    # --no-print-directory: under a parent make (CI runs `make test`) GNU make would add its
+    # "Entering directory" lines to the plan.
+    plan = subprocess.run([make, "--no-print-directory", "-n", "docs", f"DOCS_VENV={venv}",
+                           f"VENV={tmp_path / 'dev-venv'}"], cwd=ROOT,
                           capture_output=True, text=True, check=True).stdout
     commands = [line for line in plan.splitlines() if line.strip()]
     assert commands[0].endswith(f"-m venv {venv}")

@@ -48,10 +48,12 @@ def test_every_public_figure_is_tabled_with_its_configuration_and_the_seeds_read
         assert row[0] == run["name"] and int(row[1]) == run["tp"] and int(row[2]) == run["ep"]
         assert int(row[3]) == run["concurrency"] and row[4].startswith(run["speculative"])
         assert run["source"] in built
-    seeds = table[0]
-    assert seeds[-1].startswith("far: fallback kernels")
-    assert float(seeds[9].rstrip("%")) < 10  # the floor's speed share
     assert all(r[4].endswith("(acceptance unknown)") for r in table if not r[4].startswith("none"))
+    scores = rows(built, "| run | floor ms |")  # the second table: a row a run, in the same order
+    assert [r[0] for r in scores] == [f"{run['name']} C={run['concurrency']}" for run in runs]
+    seeds = scores[0]
+    assert seeds[-1].startswith("far: fallback kernels")
+    assert float(seeds[2].rstrip("%")) < 10  # the floor's speed share
 
 
 def test_the_verdict_the_page_shows_for_the_seeds_is_the_one_bundle_score_prints():
