@@ -211,10 +211,12 @@ def _longest_modules_first(config, items):
     for item in items:
         longest[item.path] = max(longest.get(item.path, 0.0), _bound(config, item))
     position = {path: i for i, path in enumerate(longest)}
-    # While the upper chain builds beside the tier (tests/second-tier.sh), the modules standing on it
-    # go last: every other module runs first, and by then the build is done or nearly so.
-    waiting = {item.path for item in items if _waits_for_the_chain(item)}
-    items.sort(key=lambda item: (item.path in waiting, -longest[item.path], position[item.path]))
+    # While the images build beside the tier (tests/second-tier.sh): first the modules that start no
+    # container (they run while the rehearsal image builds), then those standing on the rehearsal image,
+    # last those standing on the whole chain (by then its build is done or nearly so).
+    chain = {item.path for item in items if _waits_for_the_chain(item)}
+    rehearsal = {item.path for item in items if _waits_for_the_rehearsal_image(item)}
+    items.sort(key=lambda item: (item.path in chain, item.path in rehearsal, -longest[item.path], position[item.path]))
 
 
 def _time_for_the_builds(config, items):
@@ -224,7 +226,8 @@ def _time_for_the_builds(config, items):
     one that builds or waits for the other's build: there the first such test of each module gets it."""
     workers = os.environ.get("PYTEST_XDIST_WORKER") is not None
     for fixture, seconds in BUILD_TIMEOUTS_S.items():
-        needing = [item for item in items if fixture in getattr(item, "fixturenames", ())]
+        needing = [item for item in items if fixture in getattr(item, "fixturenames", ())
+                   or (fixture == "rehearsal_image" and _waits_for_the_rehearsal_image(item))]
         firsts = list({item.path: item for item in reversed(needing)}.values()) if workers else needing[:1]
         for first in firsts:
             first.add_marker(pytest.mark.timeout(seconds + _bound(config, first)), append=False)
@@ -235,18 +238,30 @@ def _time_for_the_builds(config, items):
 # status to when it ends, and its log.
 CHAIN_BUILD_STATUS = "BUNDLE_CHAIN_BUILD_STATUS"
 CHAIN_BUILD_LOG = "BUNDLE_CHAIN_BUILD_LOG"
+# Set by tests/second-tier.sh while it builds the rehearsal image (and the chain's lower layers under
+# it) in the background, before the upper layers: the file its exit status goes to. Until then only the
+# tests that start no container run (the tier's `slow` and `network` ones: the kernels compiled on CPU,
+# the docs in a browser, the simulator and the real router as processes); every `docker` test waits.
+REHEARSAL_BUILD_STATUS = "BUNDLE_REHEARSAL_BUILD_STATUS"
 
 
 def _waits_for_the_chain(item) -> bool:
     return bool(os.environ.get(CHAIN_BUILD_STATUS)) and "standin_chain" in getattr(item, "fixturenames", ())
 
 
-def _wait_for_the_background_chain_build() -> None:
-    """Return once tests/second-tier.sh's build of the upper chain has ended; fail with its log's tail if
-    it failed. The wait is bounded by the first such test's bound, which carries the build's
-    (BUILD_TIMEOUTS_S)."""
-    status = os.environ.get(CHAIN_BUILD_STATUS)
-    if not status:
+def _waits_for_the_rehearsal_image(item) -> bool:
+    return bool(os.environ.get(REHEARSAL_BUILD_STATUS)) and item.get_closest_marker("docker") is not None
+
+
+_BUILDS_SEEN: set[str] = set()
+
+
+def _wait_for_a_background_build(status_env: str, what: str) -> None:
+    """Return once tests/second-tier.sh's background build named by `status_env` has ended; fail with
+    its log's tail if it failed. The wait is bounded by the first such test's bound, which carries the
+    build's (BUILD_TIMEOUTS_S)."""
+    status = os.environ.get(status_env)
+    if not status or status in _BUILDS_SEEN:
         return
     while not Path(status).exists():
         time.sleep(5)
@@ -254,8 +269,20 @@ def _wait_for_the_background_chain_build() -> None:
     if rc != "0":
         log = Path(os.environ.get(CHAIN_BUILD_LOG, ""))
         tail = log.read_text()[-3000:] if log.is_file() else "(no log)"
-        pytest.fail(f"the stand-in chain's background build failed (exit {rc}); its log ends:\n{tail}",
-                    pytrace=False)
+        pytest.fail(f"{what}'s background build failed (exit {rc}); its log ends:\n{tail}", pytrace=False)
+    _BUILDS_SEEN.add(status)
+
+
+def _wait_for_the_background_chain_build() -> None:
+    _wait_for_a_background_build(CHAIN_BUILD_STATUS, "the stand-in chain")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before a `docker` test's fixtures: the rehearsal image it (or a launch it makes) stands on is
+    built, by tests/second-tier.sh, not by this worker beside it."""
+    if _waits_for_the_rehearsal_image(item):
+        _wait_for_a_background_build(REHEARSAL_BUILD_STATUS, "the rehearsal image")
 
 
 @contextmanager

@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
-# `make test`'s second tier: the images it stands on, then the tier (the pytest command line given as
-# arguments), with the stand-in chain's upper layers built beside it.
+# `make test`'s second tier: the images it stands on, built in the background beside the tier (the
+# pytest command line given as arguments).
 #
-# The rehearsal image stands on the chain's pd layer; only the audit, the Dockerfile chain tests and
-# the bench launcher's probe stand on the whole chain, whose real kernels layer is nvcc's: about 15
-# minutes of both cores on a cold 2-core engine (2026-12-06). So:
-#   1. the rehearsal image and the chain below it (base, framework, pd), in the foreground, progress shown;
-#   2. `bundle build --standin` in the background (it reuses those and builds kernels, overlay, runtime),
-#      its RUN steps held to half the cores where the engine's BuildKit cgroup can be set so (root,
-#      cgroupfs): one nvcc job on 2 cores, the other core the tier's; its layer lines are shown as they
-#      come, its whole log kept;
-#   3. the tier, with the modules that stand on the whole chain scheduled last; their `standin_chain`
-#      fixture waits for the background build's status file (tests/conftest.py).
-# A warm engine has every layer: the background build returns in seconds. Without an engine the
-# tier runs as it is (its Docker tests skip, or fail under CI=true).
+# On a cold engine the images take about half an hour, and a third of the tier's modules start no
+# container at all (the kernels compiled on CPU, the docs in a browser, the simulator and the real
+# router as processes, the lock against the index). So, in one background job:
+#   1. the rehearsal image and the chain below it (base, framework, pd), on every core; meanwhile the
+#      tier runs the modules that start no container; every `docker` test waits for this build
+#      (its status file, tests/conftest.py);
+#   2. `bundle build --standin` (it reuses those and builds kernels, overlay, runtime: the real kernels
+#      layer is nvcc's, about 15 minutes of both cores on a cold 2-core engine, 2026-12-06), its RUN
+#      steps held to half the cores where the engine's BuildKit cgroup can be set so (root, cgroupfs):
+#      one nvcc job on 2 cores, the other core the tier's; the modules standing on the whole chain (the
+#      audit, the Dockerfile chain tests, the bench launcher's probe) go last and wait for it.
+# The layer lines are shown as they come (`[chain] ...`), the whole log kept. A warm engine has every
+# layer: both steps return in seconds. Without an engine the tier runs as it is (its Docker tests
+# skip, or fail under CI=true).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-BIN=${BIN:-.venv/bin}
+export BIN=${BIN:-.venv/bin}  # the background job below reads it
 
 if ! docker info >/dev/null 2>&1; then
   exec "$@"
 fi
 
-"$BIN/python" -m bundle.rehearsal.shared.image image >/dev/null || exit $?
-
 work=$(mktemp -d "${TMPDIR:-/tmp}/bundle-chain.XXXXXX")
+rehearsal_status=$work/rehearsal-status
 status=$work/status
 log=$work/build.log
 
@@ -47,8 +48,8 @@ done
 
 # In its own session (setsid), so that stopping it stops the Docker client and everything it started.
 setsid bash -c '
-  log=$1 status=$2
-  shift 2
+  log=$1 rehearsal_status=$2 status=$3
+  shift 3
   set_knobs() {  # FILE=VALUE...: each written, its old value kept in "restore" for put_back
     restore=()
     for knob in "$@"; do
@@ -57,23 +58,35 @@ setsid bash -c '
     done
   }
   put_back() { for knob in "${restore[@]}"; do echo "${knob##*=}" >"${knob%=*}" 2>/dev/null; done; }
-  set_knobs "$@"
+  restore=()
   trap "put_back; exit 143" TERM  # stopped: the knobs go back all the same
+  # Step 1 on every core. Its progress lines as they come (the tag it prints on stdout is not news).
+  echo "[chain] building the rehearsal image (and the chain under it) beside the tests that start no container; log: $log"
+  "$BIN/python" -m bundle.rehearsal.shared.image image 2>&1 >/dev/null | tee -a "$log" | sed -u "s/^/[chain] /"
+  rc=${PIPESTATUS[0]}
+  echo "$rc" >"$rehearsal_status"
+  if [ "$rc" -ne 0 ]; then
+    echo "[chain] the rehearsal image failed (exit $rc)"
+    echo "$rc" >"$status"
+    exit 0
+  fi
+  set_knobs "$@"
   if [ ${#restore[@]} -gt 0 ]; then
     echo "[chain] building the upper layers beside the tier, its RUN steps on half the cores (${restore[*]%%=*}); log: $log"
   else
     echo "[chain] building the upper layers beside the tier (sharing the CPU with it); log: $log"
   fi
-  "$BIN/bundle" build --standin >"$log" 2>&1
+  shown=$(wc -l <"$log")  # the lines of step 1 were shown as they came
+  "$BIN/bundle" build --standin >>"$log" 2>&1
   rc=$?
   put_back
   # The layer lines (`[4/6] kernels built ... in 812 s`), not the steps: the tier goes on printing.
   # (A log is no terminal: the console wraps a long line, so " in 812 s" may stand on a line of its own.)
-  awk "/^\\[[0-9]+\\/[0-9]+\\] /{if(l)print l; l=\$0; next} /^in [0-9]+ s\$/{if(l){print l \" \" \$0; l=\"\"}} END{if(l)print l}" \
-    "$log" | sed "s/^/[chain] /"
+  tail -n "+$((shown + 1))" "$log" | awk "/^\\[[0-9]+\\/[0-9]+\\] /{if(l)print l; l=\$0; next} /^in [0-9]+ s\$/{if(l){print l \" \" \$0; l=\"\"}} END{if(l)print l}" \
+    | sed "s/^/[chain] /"
   [ "$rc" -eq 0 ] || { echo "[chain] the build failed (exit $rc); its log ends:"; tail -n 40 "$log"; }
   echo "$rc" >"$status"
-' chain-build "$log" "$status" "${knobs[@]}" &
+' chain-build "$log" "$rehearsal_status" "$status" "${knobs[@]}" &
 builder=$!
 
 # A heartbeat while the build runs: the layer being built, from its log, every 5 minutes.
@@ -90,7 +103,7 @@ builder=$!
 ) &
 heartbeat=$!
 
-BUNDLE_CHAIN_BUILD_STATUS=$status BUNDLE_CHAIN_BUILD_LOG=$log "$@"
+BUNDLE_REHEARSAL_BUILD_STATUS=$rehearsal_status BUNDLE_CHAIN_BUILD_STATUS=$status BUNDLE_CHAIN_BUILD_LOG=$log "$@"
 rc=$?
 
 # A tier narrowed by PYTEST_ARGS to tests that never waited for the build: stop it rather than make

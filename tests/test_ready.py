@@ -137,6 +137,32 @@ def test_a_crash_loop_is_called_one_without_waiting_for_the_restart_policy(monke
     assert engine.polls == 3
 
 
+def test_a_server_crashing_on_its_first_start_with_an_error_ends_the_wait_at_once(monkeypatch, sim):
+    """A start that failed with an error of its own (SGLang refusing a setting) is not worth the restart
+    policy's next try, which on the GPU host costs a model load: the first crash ends the wait."""
+    refused = ("Traceback (most recent call last):", "ValueError: --kv-cache-dtype bf16 is not supported")
+    engine = FakeEngine("p-tp4", [[C("server", health="starting")],
+                                  [C("server", state="restarting", health="starting", restarts=1, exit_code=1,
+                                     logs=refused)],
+                                  [C("server", state="restarting", health="starting", restarts=2, exit_code=1)]])
+    with pytest.raises(ready.NotReady) as caught:
+        _wait(monkeypatch, engine, "tp4", _door(sim))
+    assert caught.value.message == ("server crashed and was restarted (exit code 1): "
+                                    "ValueError: --kv-cache-dtype bf16 is not supported")
+    assert engine.polls == 2
+
+
+def test_a_server_that_served_then_crashed_with_an_error_gets_the_restart_policys_try(monkeypatch, sim):
+    # The front door never answers here (its path is wrong): the wait ends at its deadline, not at the crash.
+    engine = FakeEngine("p-tp4", [[C("server", health="healthy")],
+                                  [C("server", state="restarting", health="starting", restarts=1, exit_code=1,
+                                     logs=("RuntimeError: NCCL timeout",))],
+                                  [C("server", restarts=1, health="healthy")]])
+    with pytest.raises(ready.NotReady) as caught:
+        _wait(monkeypatch, engine, "tp4", _door(sim, "/nowhere"), timeout=2)
+    assert caught.value.message.startswith("not ready after 2 s") and engine.polls > 2
+
+
 def test_a_server_that_never_gets_healthy_times_out_naming_where_each_stands(monkeypatch, sim):
     engine = FakeEngine("p-tp4", [[C("server", health="starting", logs=LOADING)]])
     with pytest.raises(ready.NotReady) as caught:

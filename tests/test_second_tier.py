@@ -1,5 +1,5 @@
-"""`make test`'s second tier (tests/second-tier.sh) as the scheduler it is: the chain's upper layers built
-in the background beside the tier, the tier told where the build's status lands, the build's cgroup
+"""`make test`'s second tier (tests/second-tier.sh) as the scheduler it is: the rehearsal image, then the
+chain's upper layers, built in the background beside the tier, the tier told where each build's status lands, the build's cgroup
 held to half the cores for its length and put back, a failed build turning a green tier red, and a tier that never
 waits for the build stopping it. Driven with stand-ins for the venv's `python` and `bundle` (a real
 `bundle build --standin` is the Docker tier's) and the real script; and the tier clock's verdict against a recorded table."""
@@ -19,25 +19,30 @@ from tests.tier_clock import compare
 SCRIPT = REPO / "tests" / "second-tier.sh"
 
 
-def _bin(tmp_path: Path, build: str) -> Path:
+def _bin(tmp_path: Path, build: str, rehearsal: str) -> Path:
     """A venv bin folder whose `python -m bundle.rehearsal.shared.image image` prints a tag and whose
     `bundle build --standin` runs `build` (shell); and a `docker` whose `info` answers (the script's
     check for an engine), first on PATH."""
     folder = tmp_path / "bin"
     folder.mkdir()
     (folder / "docker").write_text('#!/bin/sh\n[ "$1" = info ]\n')
-    (folder / "python").write_text("#!/bin/sh\necho sglang-bundle/rehearsal:test\n")
+    # Its progress goes to stderr, the tag to stdout (as bundle.rehearsal.shared.image's command line).
+    (folder / "python").write_text("#!/bin/sh\n" + rehearsal + "\necho sglang-bundle/rehearsal:test\n")
     (folder / "bundle").write_text("#!/bin/bash\n" + textwrap.dedent(build))
     for f in folder.iterdir():
         f.chmod(0o755)
     return folder
 
 
-def _run(tmp_path: Path, build: str, tier: str, timeout: int = 60) -> subprocess.CompletedProcess:
+REHEARSAL_BUILT = 'echo "rehearsal: built sglang-bundle/rehearsal:test in 1 s" >&2'
+
+
+def _run(tmp_path: Path, build: str, tier: str, timeout: int = 60,
+         rehearsal: str = REHEARSAL_BUILT) -> subprocess.CompletedProcess:
     knob = tmp_path / "cg" / "buildkit"
     knob.mkdir(parents=True)
     (knob / "cpuset.cpus").write_text("0-7\n")
-    folder = _bin(tmp_path, build)
+    folder = _bin(tmp_path, build, rehearsal)
     env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}", "BIN": str(folder), "CHAIN_CGROUPS": str(knob), "KNOB": str(knob / "cpuset.cpus"),
            "TMPDIR": str(tmp_path)}  # the script's work folder (its status file and log) goes there
     return subprocess.run(["bash", str(SCRIPT), "bash", "-c", tier], cwd=REPO, env=env, capture_output=True,
@@ -64,6 +69,35 @@ def test_the_tier_waits_for_the_background_build_held_to_half_the_cores_then_put
     expected = f"{cores - half}-{cores - 1}"
     assert (tmp_path / "cg" / "buildkit" / "seen").read_text().strip() == f"on cores {expected} while building"
     assert (tmp_path / "cg" / "buildkit" / "cpuset.cpus").read_text().strip() == "0-7"  # put back
+
+
+@pytest.mark.timeout(120)
+def test_the_docker_tests_wait_for_the_rehearsal_image_only_which_is_built_before_the_upper_layers(tmp_path):
+    # The upper layers take long: the tier's docker tests must not wait for them, only for step 1.
+    build = 'echo "[4/6] kernels   building x"; sleep 5; echo "[4/6] kernels   built   x in 5 s"\n'
+    tier = ('while [ ! -e "$BUNDLE_REHEARSAL_BUILD_STATUS" ]; do sleep 0.1; done; '
+            'echo "rehearsal status $(cat "$BUNDLE_REHEARSAL_BUILD_STATUS"), chain done: $(test -e "$BUNDLE_CHAIN_BUILD_STATUS" && echo yes || echo no)"; '
+            'while [ ! -e "$BUNDLE_CHAIN_BUILD_STATUS" ]; do sleep 0.2; done')
+    proc = _run(tmp_path, build, tier)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "rehearsal status 0, chain done: no" in proc.stdout
+    lines = proc.stdout.splitlines()
+    # Its progress shown as it came, once, before the upper layers' lines.
+    assert lines.count("[chain] rehearsal: built sglang-bundle/rehearsal:test in 1 s") == 1
+    assert lines.index("[chain] rehearsal: built sglang-bundle/rehearsal:test in 1 s") < lines.index(
+        "[chain] [4/6] kernels   built   x in 5 s")
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_rehearsal_image_fails_every_waiter_and_builds_nothing_above_it(tmp_path):
+    rehearsal = 'echo "rehearsal: pip: no matching distribution" >&2; exit 4'
+    build = 'touch "$(dirname "$KNOB")/upper-built"\n'
+    tier = ('while [ ! -e "$BUNDLE_CHAIN_BUILD_STATUS" ]; do sleep 0.1; done; '
+            'echo "statuses $(cat "$BUNDLE_REHEARSAL_BUILD_STATUS") $(cat "$BUNDLE_CHAIN_BUILD_STATUS")"')
+    proc = _run(tmp_path, build, tier, rehearsal=rehearsal)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the tier passed; the build did not
+    assert "statuses 4 4" in proc.stdout and "[chain] rehearsal: pip: no matching distribution" in proc.stdout
+    assert not (tmp_path / "cg" / "buildkit" / "upper-built").exists()
 
 
 @pytest.mark.timeout(120)
@@ -108,11 +142,13 @@ def test_the_tier_clock_only_reports_within_the_margin_and_without_a_record():
 
 
 class _Item:
-    def __init__(self, path: str, timeout: float, fixtures: tuple[str, ...] = ()):
-        self.path, self.fixturenames, self._timeout = Path(path), fixtures, timeout
+    def __init__(self, path: str, timeout: float, fixtures: tuple[str, ...] = (), docker: bool = True):
+        self.path, self.fixturenames, self._timeout, self._docker = Path(path), fixtures, timeout, docker
 
     def get_closest_marker(self, name):
-        return pytest.mark.timeout(self._timeout).mark if name == "timeout" else None
+        if name == "timeout":
+            return pytest.mark.timeout(self._timeout).mark
+        return pytest.mark.docker.mark if name == "docker" and self._docker else None
 
 
 class _Config:
@@ -121,19 +157,40 @@ class _Config:
         return 300
 
 
-def test_while_the_chain_builds_the_modules_standing_on_it_go_last_and_the_rest_longest_first(monkeypatch):
+def test_while_the_images_build_the_containerless_modules_go_first_the_chains_last_each_longest_first(monkeypatch):
     from tests.conftest import _longest_modules_first
 
     def order(build_running: bool) -> list[str]:
         items = [_Item("audit.py", 1500, ("standin_chain",)), _Item("quick.py", 60), _Item("engine.py", 900),
-                 _Item("dockerfiles.py", 600, ("standin_chain",)), _Item("engine.py", 120)]
+                 _Item("dockerfiles.py", 600, ("standin_chain",)), _Item("engine.py", 120),
+                 _Item("browser.py", 200, docker=False), _Item("kernels.py", 400, docker=False)]
         monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
-        if build_running:
-            monkeypatch.setenv("BUNDLE_CHAIN_BUILD_STATUS", "/tmp/status")
-        else:
-            monkeypatch.delenv("BUNDLE_CHAIN_BUILD_STATUS", raising=False)
+        for var in ("BUNDLE_CHAIN_BUILD_STATUS", "BUNDLE_REHEARSAL_BUILD_STATUS"):
+            if build_running:
+                monkeypatch.setenv(var, "/tmp/status")
+            else:
+                monkeypatch.delenv(var, raising=False)
         _longest_modules_first(_Config(), items)
         return [item.path.name for item in items]
 
-    assert order(True) == ["engine.py", "engine.py", "quick.py", "audit.py", "dockerfiles.py"]
-    assert order(False) == ["audit.py", "engine.py", "engine.py", "dockerfiles.py", "quick.py"]
+    assert order(True) == ["kernels.py", "browser.py", "engine.py", "engine.py", "quick.py", "audit.py",
+                           "dockerfiles.py"]
+    assert order(False) == ["audit.py", "engine.py", "engine.py", "dockerfiles.py", "kernels.py", "browser.py",
+                            "quick.py"]
+
+
+def test_a_docker_test_waits_for_the_rehearsal_images_status_and_fails_with_the_logs_tail(tmp_path, monkeypatch):
+    from tests import conftest
+
+    status, log = tmp_path / "rehearsal-status", tmp_path / "build.log"
+    log.write_text("step 3/9: pip install\nERROR: no space left on device\n")
+    monkeypatch.setenv("BUNDLE_REHEARSAL_BUILD_STATUS", str(status))
+    monkeypatch.setenv("BUNDLE_CHAIN_BUILD_LOG", str(log))
+    monkeypatch.setattr(conftest, "_BUILDS_SEEN", set())
+    assert not conftest._waits_for_the_rehearsal_image(_Item("browser.py", 60, docker=False))
+    assert conftest._waits_for_the_rehearsal_image(_Item("engine.py", 60))
+    status.write_text("2\n")
+    with pytest.raises(pytest.fail.Exception, match="the rehearsal image's background build failed .exit 2.(.|\n)*no space left"):
+        conftest.pytest_runtest_setup(_Item("engine.py", 60))
+    status.write_text("0\n")
+    conftest.pytest_runtest_setup(_Item("engine.py", 60))  # built: no wait, no failure

@@ -235,6 +235,9 @@ class _Wait:
         self.events: list[str] = []
         self.server_names = {s.name for s in topology.servers}
         self.seen_running: set[str] = set()
+        self.healthy_once: set[str] = set()
+        # Crashed before it ever served, its log saying why (a traceback, an error line): ends the wait.
+        self.failed_start: set[str] = set()
         # A router found unhealthy while a worker it needs was away: it may take until its next health
         # checks after the worker is back to say healthy again; the launch budget bounds that wait.
         self.recovering: set[str] = set()
@@ -299,6 +302,10 @@ class _Wait:
         crashed = not replacing and (view.restarts > self.restarts.get(view.service, view.restarts)
                                      or view.state == "restarting"
                                      or (view.state in ("exited", "dead") and view.service in self.seen_running))
+        if view.health == "healthy":
+            self.healthy_once.add(view.service)
+        elif crashed and view.service not in self.healthy_once and self.logs.fatal(view.service):
+            self.failed_start.add(view.service)
         first = self.first_failure
         if first is None and crashed:
             self.first_failure = _Failure(view.service, "exited" if view.state in ("exited", "dead")
@@ -314,6 +321,12 @@ class _Wait:
 
     def _judge(self, view: ServiceView, up_done: bool) -> None:
         """End the wait if `view` crash-loops, turned unhealthy or stayed exited; else note its progress."""
+        if view.service in self.failed_start:
+            # A start that failed with an error of its own fails the same way when the restart policy
+            # tries again, and each try of a real server costs a model load (minutes on the GPU host):
+            # the first crash ends the wait. Without such a line (a SIGKILL, an OOM kill) it may be
+            # passing trouble, and the policy gets its tries until the crash loop below.
+            raise self._fail(view, "crashed while starting")
         if view.restarts - self.first_seen.get(view.service, view.restarts) >= CRASH_LOOP_RESTARTS:
             # Its restart policy keeps bringing it back to crash again: no need to wait for the
             # policy to give up (or for `compose up`, which waits on it, to fail).

@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     resolved_fields = {k: v[1] for k, v in resolved.items()}
     refusal = speed.refused(launch.fields, resolved_fields)
     if refusal:
-        log.error("worker simulator: refusing to start with %s (SIM_REFUSE_ARGS, simulated failure)", refusal)
-        return 1
+        # As SGLang's ServerArgs refuses a setting: an uncaught exception, its traceback in the log, exit 1.
+        raise ValueError(f"worker simulator: refusing to start with {refusal} (SIM_REFUSE_ARGS, simulated failure)")
     hang = speed.refused(launch.fields, resolved_fields, os.environ.get("SIM_HANG_ARGS", ""))
     if hang:
         log.error("worker simulator: hanging from the start with %s (SIM_HANG_ARGS, simulated hang)", hang)
