@@ -101,13 +101,13 @@ class Rendered:
         return f"docker compose -p {self.project} --env-file {self.env_file} {files}{profiles}"
 
 
-def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal: Overlay | None = None,
+def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, mode: Overlay | None = None,
            extra_env: dict[str, str] | None = None, collectives: levers.Collectives | None = None,
            monitoring: bool = False) -> Rendered:
-    """Every variable topology's compose file reads, from the config; `rehearsal`: a rehearsal mode (a
-    bundle.topology.Overlay: its compose overlay and server-argument overrides; the modes live in
-    bundle/rehearsal/) or None; `extra_env` (the rehearsal's values, a test's overrides) wins. `monitoring`: the monitoring profile on (with Grafana and the
-    DCGM exporter outside a rehearsal). `collectives`: launch's per-host decision for
+    """Every variable topology's compose file reads, from the config; `mode`: a way to run with no GPU (a
+    bundle.topology.Overlay: its compose overlay and server-argument overrides) or None; `extra_env` (the
+    mode's values, a test's overrides) wins. `monitoring`: the monitoring profile on (with Grafana and the
+    DCGM exporter on a GPU host). `collectives`: launch's per-host decision for
     levers.pcie_safe_collectives: auto (without one, auto renders the safe setting). Reads the
     compose files; writes nothing."""
     collectives = collectives or levers.unprobed_collectives(dep.levers)
@@ -149,16 +149,16 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
     env.update(_monitoring_env(topology, run_dir))
     profiles = topology.profiles_for(dep.replicas(topology))
     if monitoring:
-        # A rehearsal runs Prometheus only: Grafana and the DCGM exporter come from a registry and
-        # the exporter needs GPUs (docs/monitoring.md).
-        profiles += ["monitoring"] if rehearsal is not None else ["monitoring", "grafana", "gpu-metrics"]
+        # With no GPU, Prometheus only: Grafana and the DCGM exporter come from a registry and the
+        # exporter needs GPUs (docs/monitoring.md).
+        profiles += ["monitoring"] if mode is not None else ["monitoring", "grafana", "gpu-metrics"]
     if profiles:
         env["COMPOSE_PROFILES"] = ",".join(profiles)  # so plain `docker compose --env-file` agrees
     env.update(extra_env or {})
-    if rehearsal is not None and rehearsal.server_args is not None:
-        # e.g. the CPU engine: each server's own command line plus the CPU overrides (docs/rehearsal.md).
-        env.update(rehearsal.server_args(topology, env))
-    files = tuple(topology.compose_files(overlay=rehearsal.overlay_file(topology) if rehearsal else None))
+    if mode is not None and mode.server_args is not None:
+        # e.g. the CPU engine: each server's own command line plus the CPU overrides.
+        env.update(mode.server_args(topology, env))
+    files = tuple(topology.compose_files(overlay=mode.overlay_file(topology) if mode else None))
     services = up_services(files, profiles)
     return Rendered(topology=topology, project=project, env=env, compose_files=files,
                     profiles=tuple(profiles),
@@ -167,7 +167,7 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
                     collectives=collectives,
                     monitoring=functools.partial(
                         monitoring_files, topology, dep.monitoring, worker_port=dep.network.worker_port,
-                        rehearsal=rehearsal is not None, gpu_host=rehearsal is None,
+                        fast=mode is not None, gpu_host=mode is None,
                         active={s.name for s in topology.active_services(dep.replicas(topology))}))
 
 
