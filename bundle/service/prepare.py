@@ -1,5 +1,7 @@
 """The one path every command takes from bundle.yaml to a checked render: load -> render (once) ->
-rules, with what a run with no GPU (a Mode) adds to the env computed here and nowhere else."""
+rules, with what a run with no GPU (a Mode) adds to the env computed here and nowhere else. The render
+reads the topology's part of the config once (config.model.Layout: its section, replicas, servers and
+router) and hands that value on with its result, which the rules check."""
 
 from __future__ import annotations
 
