@@ -100,6 +100,7 @@ class Target:
     dry_run: Callable[[Path], tuple[bool | None, str]] | None = None
     dry_run_help: str = ""  # what `--kubectl-dry-run` does for it, for `bundle render --help`
 
+
 @dataclass(frozen=True)
 class Mode:
     """A way to run a topology with no GPU (bundle/modes.py: their registry). The compose render takes one

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from bundle.commands._common import add_config_argument, add_rehearsal_arguments, add_topology_argument, sim_knobs
-from bundle.rehearsal import registry as modes
+from bundle.rehearsal import registry as rehearsal
 from bundle.targets import registry as targets
 from bundle.service.launch import LaunchRequest
 from bundle.reporter import report_console
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "DCGM exporter: the compose profile `monitoring` (docs/monitoring.md)")
     parser.add_argument("--target", choices=targets.LAUNCHABLE, default=targets.DEFAULT,
                         help="; ".join(f"{name}{' (default)' if name == targets.DEFAULT else ''}: "
-                                       f"{targets.get(name).launch_help.format(flag=modes.FLAG, word=modes.WORD)}"
+                                       f"{targets.get(name).launch_help.format(flag=rehearsal.FLAG, word=rehearsal.WORD)}"
                                        for name in targets.LAUNCHABLE))
     parser.add_argument("--no-recreate", action="store_true",
                         help="on a project that is up: only start what is stopped or missing, never recreate a "

@@ -7,7 +7,8 @@ rendered env, its overrides of the servers' arguments, the artifacts it needs be
 rehearsal image always; a trained model for the engine), whether it takes the simulator's --sim knobs,
 whether tune may sweep with it, its description and what tables of its figures say. The entry points
 (bundle/cli.py, tests/conftest.py, docsgen) install this module as the core's bundle.modes.Registry, with
-the words the core's records and messages use (RECORD_KEY, FLAG, WORD, HINT, IMAGE_LABEL, IMAGE_VARIABLE, MODEL_MARKER). The command line parses `--rehearsal` once
+the words the core's records and messages use (RECORD_KEY, FLAG, WORD, HINT, IMAGE_LABEL, IMAGE_VARIABLE,
+MODEL_MARKER): no module outside this package names the modes. The command line parses `--rehearsal` once
 (parse(): a mode's name, or BARE_FLAG, the typed value `--rehearsal` alone stores) into a Mode; every
 service takes that value; a launch record stores its name (name_of()), read back by from_record(), the
 True and False of older records too.
