@@ -14,7 +14,6 @@ from bundle import modes
 from bundle.paths import project_root
 from bundle.rehearsal import registry
 from bundle.stack import runstate
-from bundle.targets.slurm import job as jobs
 
 # The entry point that installs the registry, and the verbs that offer its flag (and their shared helpers).
 MAY_NAME_THEM = {"bundle/cli.py", "bundle/commands/_common.py", "bundle/commands/launch.py",
@@ -68,12 +67,6 @@ def test_a_record_an_older_driver_wrote_reads_back_as_its_mode(runs_dir, stored,
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(record))
     assert modes.record_value(modes.from_record(runstate.load("p-tp4").mode)) == mode
-
-
-def test_a_slurm_job_record_keeps_the_key_both_ways(runs_dir):
-    jobs.save(jobs.JobRecord("p-pd-slurm", "7", ["node-1"], {"router": ["node-1"]}, "/logs", "sim"))
-    assert json.loads(jobs.path("p-pd-slurm").read_text())[registry.RECORD_KEY] == "sim"
-    assert jobs.load("p-pd-slurm").mode == "sim"
 
 
 def test_the_core_is_told_when_no_entry_point_installed_the_modes(monkeypatch):

@@ -5,15 +5,18 @@ first node publishing the front door."""
 
 from __future__ import annotations
 
+import json
 import re
 import stat
 
 import pytest
 
+from bundle import modes
 from bundle import topology as registry
 from bundle.paths import docker_dir
 from bundle.targets.slurm import cluster as clusters
 from bundle.targets.slurm import image as slurm_image
+from bundle.targets.slurm import job as jobs
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
 
@@ -73,3 +76,9 @@ def test_compose_resolves_a_controller_two_nodes_and_one_published_front_door(tm
 def test_the_node_image_names_its_repository_and_follows_the_rehearsal_image_under_it():
     assert slurm_image.image_tag("p:1").startswith("sglang-bundle/slurm-node:")
     assert slurm_image.image_tag("p:1") != slurm_image.image_tag("p:2")
+
+
+def test_a_job_record_keeps_the_key_its_modes_define_so_older_drivers_read_it_and_it_reads_theirs():
+    jobs.save(jobs.JobRecord("p-pd-slurm", "7", ["node-1"], {"router": ["node-1"]}, "/logs", "sim"))
+    assert json.loads(jobs.path("p-pd-slurm").read_text())[modes.record_key()] == "sim"
+    assert jobs.load("p-pd-slurm").mode == "sim"
