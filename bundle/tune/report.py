@@ -14,6 +14,7 @@ import yaml
 from rich.markup import escape
 from rich.table import Table
 
+from bundle.api import Mode
 from bundle.config.loader import deep_merge
 from bundle.config.source import Source
 from bundle.tune import results
@@ -22,7 +23,7 @@ from bundle.tune.space import Objective
 
 
 
-def _note(mode) -> str:
+def _note(mode: Mode | None) -> str:
     """What the sweep's mode says of its speeds ("" on a GPU host)."""
     return mode.notes.get("tune", "") if mode else ""
 
@@ -35,7 +36,7 @@ def _metric(record: dict, level: dict | None, key: str):
     return ((level or {}).get("metrics") or {}).get(key)
 
 
-def ranked_table(ranked: list[dict], objective: Objective, *, mode, reference: dict | None) -> Table:
+def ranked_table(ranked: list[dict], objective: Objective, *, mode: Mode | None, reference: dict | None) -> Table:
     title = f"bundle tune: {objective.describe()}" + (f" ({_note(mode)})" if _note(mode) else "")
     table = Table(title=title, title_justify="left")
     for column, justify in (("#", "right"), ("candidate", "left"), ("changes", "left"), ("status", "left"),
@@ -67,7 +68,7 @@ def ranked_table(ranked: list[dict], objective: Objective, *, mode, reference: d
     return table
 
 
-def plot(ranked: list[dict], path: Path, *, mode, topology: str, objective: Objective) -> Path | None:
+def plot(ranked: list[dict], path: Path, *, mode: Mode | None, topology: str, objective: Objective) -> Path | None:
     """Output throughput against mean TPOT, every measured level of every candidate (a line per
     candidate, a marker per level); None without matplotlib (the `plot` extra)."""
     try:
@@ -108,7 +109,7 @@ def plot(ranked: list[dict], path: Path, *, mode, topology: str, objective: Obje
 
 
 def tuned_config(user: Source | None, winner: dict, reference: dict | None, *, topology: str, objective: Objective,
-                 mode, sweep_dir: Path, space_name: str, project: str) -> str:
+                 mode: Mode | None, sweep_dir: Path, space_name: str, project: str) -> str:
     """The text of bundle.tuned.yaml: the user's file (so it stands in for -c FILE: same project,
     network, model) with the winner's overrides merged in; a comment names the overrides and their
     evidence. With no user file it holds the overrides alone."""
