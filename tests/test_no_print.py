@@ -25,7 +25,6 @@ ALLOWED = {
     "rehearsal/engine/sgl_kernel_standin.py::main": "its own `python -m` command line (regenerates the stand-in)",
     "images/requirements.py::main": "its own `python -m` command line (`make lock`)",
     "images/derived.py::command_line": "the derived images' own `python -m <module> image | tag` command line",
-    "targets/slurm/image.py::main": "its own `python -m` command line's usage line (it takes the parent's tag)",
     "rules/argspec.py::write_specs": "`python -m bundle.rules.argspec`, which regenerates the parser snapshots",
     "stack/engine.py::_print_progress": "build_image's default progress (its callers show progress without "
                                         "asking); still the one the derived images' builds get: to route",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bundle.errors import EXIT_USAGE
 from bundle.image_tags import inputs_tag
 from bundle.images import derived
 from bundle.paths import docker_dir, project_root
@@ -40,11 +39,9 @@ def ensure_image(parent: str, *, report=print) -> str:
 def main(argv: list[str]) -> int:
     """`image PARENT | tag PARENT`; PARENT is the modes' image (`bundle launch --target slurm` with a mode
     builds both, the parent first)."""
-    if len(argv) != 2:
-        print("usage: python -m bundle.targets.slurm.image image PARENT | tag PARENT", file=sys.stderr)
-        return EXIT_USAGE
-    parent = argv[1]
-    return derived.command_line("bundle.targets.slurm.image", argv[:1],
+    parent = argv[1] if len(argv) == 2 else ""
+    # Without PARENT, no verb: the derived images' command line prints its usage.
+    return derived.command_line("bundle.targets.slurm.image", argv[:1] if parent else [],
                                 ensure=lambda report: ensure_image(parent, report=report),
                                 tag=lambda: image_tag(parent))
 
