@@ -29,8 +29,12 @@ from rich.console import Console
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bundle import modes  # noqa: E402
+from bundle.rehearsal import registry as rehearsal_modes  # noqa: E402
 from bundle.service import score as scorer  # noqa: E402
 from bundle.verify import census, cost_model, tables  # noqa: E402
+
+modes.install(rehearsal_modes)  # an entry point, like bundle/cli.py: the tables name the no-GPU modes
 
 SERVER = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 SEEDS = scorer.ScoreRequest(gpu=SERVER, tp=4, concurrency=1, input_len=256, output_len=256, tpot_ms=94.13,

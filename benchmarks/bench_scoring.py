@@ -30,7 +30,11 @@ from rich.console import Console
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bundle import modes  # noqa: E402
+from bundle.rehearsal import registry as rehearsal_modes  # noqa: E402
 from bundle.verify import host_bandwidth, limits, tables  # noqa: E402
+
+modes.install(rehearsal_modes)  # an entry point, like bundle/cli.py: the tables name the no-GPU modes
 
 GPU = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 ATTESTATION = {"records": [{"role": "server", "fields": {"cuda_graphs": {"decode": {"backend": "full"}}},

@@ -3,16 +3,16 @@ values they are typed with (config, the compose render, the rules' report): the 
 the registry above all name them.
 
 A render target (bundle/targets/: compose and each wing's folder) is one `Target`: its renderer, its rules, its
-launcher and its view of what a launch left running. A rehearsal mode (bundle/rehearsal/: engine, sim) is
-one `Mode`. Each registry (bundle/targets/registry.py, bundle/rehearsal/registry.py) holds one entry per
-wing; the verbs and services ask the entry, never a name. Removing a wing is deleting its folder and its
+launcher and its view of what a launch left running. A way to run a topology with no GPU is one `Mode`
+(bundle/modes.py: their registry, as the core sees it). Each registry holds one entry per wing; the verbs
+and services ask the entry, never a name. Removing a wing is deleting its folder and its
 registry lines (tests/test_wings.py does it for the targets).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,7 +35,7 @@ class TargetOutput(Protocol):
 
 class Renderer(Protocol):
     """(typed config, the compose render) -> the target's output; pure. A renderer of a target that takes
-    --rehearsal also takes `rehearsal=` (the mode)."""
+    a Mode also takes `mode=` (the mode, or None)."""
 
     def for_target(self, dep: Deployment, rendered: Rendered, **options: Any) -> TargetOutput: ...
 
@@ -83,12 +83,14 @@ class TargetLookup(Protocol):
 @dataclass(frozen=True)
 class Target:
     name: str
-    help: str  # one line for `bundle render --help`
+    # One line for `bundle render --help`. It and launch_help may name the no-GPU modes' flag as {flag} and
+    # their word as {word}: the verbs that offer the flag fill them in (str.format).
+    help: str
     renderer: Renderer  # for_target(dep, rendered)
     stack: Callable[[LaunchRecord], StackView] | None = None  # what a launch of it left running
     rules: TargetRules | None = None  # check(dep, topology), problems(output)
     writes_folder: bool = True  # needs `-o DIR`; compose writes its env file under runs/ instead
-    rehearsal: bool = False  # takes --rehearsal (its for_target then gets rehearsal=MODE)
+    takes_mode: bool = False  # runs with no GPU in a Mode too (its for_target then gets mode=MODE)
     launcher: Launcher | None = None  # the service `bundle launch --target NAME` runs: launch(request, dep=)
     launch_help: str = ""  # a launcher's words for `bundle launch --help`: where it runs
     project: Callable[[str], str] = lambda base: base  # the compose project a launch of it runs as
@@ -101,14 +103,16 @@ class Target:
 
 @dataclass(frozen=True)
 class Mode:
-    """A rehearsal mode: how a topology runs with no GPU (bundle/rehearsal/registry.py holds them). The
-    compose render takes one as its bundle.topology.Overlay."""
+    """A way to run a topology with no GPU (bundle/modes.py: their registry). The compose render takes one
+    as its bundle.topology.Overlay."""
 
     name: str
-    summary: str  # what runs, a few words: "launching pd (rehearsal: simulated workers)"
+    summary: str  # what runs, a few words, for the line that says what a launch runs
     description: str  # one line for --help
     overlay: str  # its compose overlay under compose/, "{topology}" replaced by the topology's name
-    env: Callable[[str, Mapping[str, str]], dict[str, str]]  # (rehearsal image tag, --sim knobs) -> env
+    env: Callable[[str, Mapping[str, str]], dict[str, str]]  # (its image's tag, --sim knobs) -> env
+    image_tag: Callable[[], str]  # the tag of the image it runs in, from the hash of its inputs (builds nothing)
+    ensure_image: Callable[..., str]  # (report=) that image built if its inputs changed; returns its tag
     server_args: Callable[[Topology, dict[str, str]], dict[str, str]] | None = None  # render's overrides
     ensure_model: Callable[..., Any] | None = None  # (image tag, report=) a model made here before it launches
     takes_knobs: bool = False  # the simulator's --sim KNOB=VALUE
@@ -116,10 +120,25 @@ class Mode:
     # Its speed is bounded by the machine it runs on, so a bench scores it against that machine's limit (the
     # CPU engine); False where the speed is only the mode's own settings (the simulator).
     hardware_bound: bool = True
+    # What a table, plot or report of its figures says they are (not a GPU's): "kind" (a run of it, in a
+    # sentence), "tune", "table", "table short", "plot" (bundle.modes.note).
+    notes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def needs_model(self) -> bool:
         return self.ensure_model is not None
+
+    def env_values(self, knobs: Mapping[str, str] | None = None) -> dict[str, str]:
+        """What it adds to the rendered env: its image's tag and model folder (both known before anything is
+        built), health waits, the simulator's knobs."""
+        return self.env(self.image_tag(), dict(knobs or {}))
+
+    def ensure_artifacts(self, *, report) -> str:
+        """Its image built if its inputs changed, and the model it needs made if missing; its image's tag."""
+        tag = self.ensure_image(report=report)
+        if self.ensure_model is not None:
+            self.ensure_model(tag, report=report)
+        return tag
 
     def overlay_file(self, topology: Topology) -> Path:
         return compose_dir() / self.overlay.format(topology=topology.name)

@@ -11,8 +11,9 @@ import signal
 import sys
 from pathlib import Path
 
-from bundle import __version__, commands
+from bundle import __version__, commands, modes
 from bundle.config import loader
+from bundle.rehearsal import registry as rehearsal_modes
 from bundle.targets import sections
 from bundle.errors import EXIT_INTERRUPTED, BundleError, Interrupted
 
@@ -85,8 +86,10 @@ def _handle_termination() -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    # The entry point knows the registries: it hands the wings' config sections to the loader below them.
+    # The entry point knows the registries: it hands the wings' config sections to the loader below them,
+    # and the ways to run with no GPU to the core (bundle/modes.py), which never names their package.
     loader.install_sections(sections.SECTIONS)
+    modes.install(rehearsal_modes)
     args = build_parser(only=_chosen_verb(argv)).parse_args(argv)
     if args.debug:
         import os

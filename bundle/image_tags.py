@@ -1,4 +1,4 @@
-"""The names of the images the project derives locally (the rehearsal image, a target wing's node image,
+"""The names of the images the project derives locally (the no-GPU modes' image, a target wing's node image,
 the monitoring profile's Prometheus, the Debian root they stand on): each tag a hash of every file the
 image is built from plus its parent, so a build happens only when an input changed.
 

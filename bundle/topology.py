@@ -1,7 +1,7 @@
 """The topology registry: what each topology is, in one place. Every other module asks it.
 
-A topology is a compose file (the source of truth for what runs), its rehearsal overlay (simulated
-workers, no GPUs), and the facts the driver needs about it: its services and their roles, where
+A topology is a compose file (the source of truth for what runs), an overlay per way to run it with no
+GPU (bundle.api.Mode.overlay), and the facts the driver needs about it: its services and their roles, where
 each server's settings live in bundle.yaml, the compose variables of each server (one prefix per
 server), the front door and its readiness path, and how GPU groups become visible devices and
 `--base-gpu-id`.
@@ -18,8 +18,8 @@ one `replicas`, `tp_size`, `gpus` and `router`; any other one server's `gpus`, `
 A new topology may share an existing section (its servers read the same settings) or bring its own
 (then bundle.schema.json and defaults.yaml describe it).
 
-Adding a topology = one entry in TOPOLOGIES + compose/<name>.yaml + compose/rehearsal-<name>.yaml
-(+ compose/rehearsal-engine-<name>.yaml for the engine rehearsal).
+Adding a topology = one entry in TOPOLOGIES + compose/<name>.yaml + each no-GPU mode's overlay for it
+(compose/<Mode.overlay>, `{topology}` replaced by its name).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Topology:
         return compose_dir() / f"{self.name}.yaml"
 
     def compose_files(self, *, overlay: Path | None = None) -> list[Path]:
-        """The topology's file, then an overlay (a rehearsal mode's, bundle/rehearsal/): order
+        """The topology's file, then an overlay (a no-GPU mode's, bundle.api.Mode): order
         matters, the overlay wins; then the monitoring profile's services (off unless the `monitoring`
         profile is active)."""
         return [self.compose_file, *([overlay] if overlay else []), compose_dir() / "monitoring.yaml"]
@@ -186,8 +186,8 @@ def get(name: str) -> Topology:
 
 
 class Overlay(Protocol):
-    """What the compose render asks of a rehearsal mode (bundle.api.Mode implements it; the modes live in
-    bundle/rehearsal/, above this floor): its compose overlay for a topology, and its overrides of the
+    """What the compose render asks of a way to run with no GPU (bundle.api.Mode implements it; the modes
+    stand above this floor): its compose overlay for a topology, and its overrides of the
     servers' arguments (None: it keeps them)."""
 
     server_args: Callable[[Topology, dict[str, str]], dict[str, str]] | None

@@ -20,11 +20,14 @@ from typing import NoReturn
 
 import pytest
 
+from bundle import modes
 from bundle.config import loader
+from bundle.rehearsal import registry as rehearsal_modes
 from bundle.targets import sections
 
 # The config loader stands below the wings: an entry point hands it their sections (bundle/cli.py does).
 loader.install_sections(sections.SECTIONS)
+modes.install(rehearsal_modes)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -132,7 +132,7 @@ def run_plan(tmp_path, dep, outcomes, concurrency):
     stack = FakeStack(outcomes)
     key_file = tmp_path / "key"
     key_file.write_text(KEY)
-    record, run_dir = bench.run(stack, plan, project="bench-unit", rehearsal=True, env=env,
+    record, run_dir = bench.run(stack, plan, project="bench-unit", mode=True, env=env,
                                 api_key_file=str(key_file), redact=lambda t: t.replace(KEY, "***"))
     return record, run_dir, stack
 
@@ -207,7 +207,7 @@ def test_a_stack_that_went_away_mid_run_is_said_so_and_every_request_is_counted(
     dep = load_config(None)
     env = {"WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path)}
     plan = bench.plan(dep, registry.get("tp4"), env, concurrency=[2])
-    record, _ = bench.run(FakeStack({2: "gone"}), plan, project="bench-gone", rehearsal=True, env=env,
+    record, _ = bench.run(FakeStack({2: "gone"}), plan, project="bench-gone", mode=True, env=env,
                           api_key_file=None, redact=lambda t: t, stack_gone=lambda: "router is gone")
     (level,) = record["levels"]
     assert level["status"] == "failed" and "the stack went away during the run (router is gone)" in level["reason"]
@@ -222,7 +222,7 @@ def test_after_the_stack_went_away_no_further_level_is_started(tmp_path, runs_di
     env = {"WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path)}
     plan = bench.plan(dep, registry.get("tp4"), env, concurrency=[2, 4])
     stack = FakeStack({2: "gone", 4: "ok"})
-    record, _ = bench.run(stack, plan, project="bench-gone-2", rehearsal=True, env=env,
+    record, _ = bench.run(stack, plan, project="bench-gone-2", mode=True, env=env,
                           api_key_file=None, redact=lambda t: t,
                           stack_gone=lambda: "router is gone" if stack.calls else None)
     assert len(stack.calls) == 1

@@ -108,7 +108,7 @@ def test_recorded_runs_carry_their_target_and_an_engine_run_after_a_slurm_sim_ru
     plan = bench.plan(dep, registry.get("tp4"), env, concurrency=[1])
     key_file = tmp_path / "key"
     key_file.write_text(KEY)
-    records = [bench.run(FakeStack({1: "ok"}), plan, project="compare-unit", rehearsal=mode, env=env, target=target,
+    records = [bench.run(FakeStack({1: "ok"}), plan, project="compare-unit", mode=mode, env=env, target=target,
                          api_key_file=str(key_file), redact=lambda t: t.replace(KEY, "***"))[0]
                for mode, target in (("sim", "slurm"), ("engine", "compose"))]
     history = runstore.read_jsonl(runs_dir / "compare-unit" / runstore.BENCH_HISTORY)

@@ -28,7 +28,7 @@ class RunningStack(FakeStack):
 def _record(tmp_path) -> runstate.LaunchRecord:
     env = {"WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path), "BUNDLE_LOCK_HASH": "abc123"}
     return runstate.LaunchRecord(project="bench-service", topology="tp4", compose_files=[], env_file="",
-                                 rehearsal="sim", config="<embedded defaults>", started_at=0.0,
+                                 mode="sim", config="<embedded defaults>", started_at=0.0,
                                  run_dir=str(tmp_path), env=env)
 
 

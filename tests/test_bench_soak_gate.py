@@ -70,7 +70,7 @@ def soak(tmp_path, stack, duration=60.0, project="soak-unit"):
     dep = load_config(None)
     env = {"WORKER_PORT": "30000", "MODEL_HOST_PATH": str(tmp_path), "BUNDLE_LOCK_HASH": "abc"}
     plan = bench.plan(dep, registry.get("tp4"), env, concurrency=[8], prompts_per_concurrency=1)
-    return bench.run_soak(stack, plan, duration_s=duration, project=project, rehearsal=True, env=env,
+    return bench.run_soak(stack, plan, duration_s=duration, project=project, mode=True, env=env,
                           api_key_file=None, redact=lambda t: t, clock=stack.clock)
 
 

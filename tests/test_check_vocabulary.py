@@ -25,7 +25,7 @@ from bundle.findings import SEVERITY, Finding, Level, failed, worst
 from bundle.images import contents
 from bundle.images.audit import registry as audit_registry
 from bundle.images.audit.context import AuditContext, locked_packages
-from bundle.images.verify import REHEARSAL_LABEL, verify_container
+from bundle.images.verify import IMAGE_KIND_LABEL, verify_container
 from bundle.lock import LOCK_HASH_LABEL, load_lock
 from bundle.stack import engine
 from bundle.verify import attest
@@ -96,7 +96,7 @@ class _Engine:
         self.lock_hash, self.facts = lock_hash, facts
 
     def container_image(self, name: str) -> engine.ContainerImage:
-        labels = {"rehearsal-1": {REHEARSAL_LABEL: "rehearsal"}, "stale-1": {LOCK_HASH_LABEL: "0ld"}}
+        labels = {"rehearsal-1": {IMAGE_KIND_LABEL: "rehearsal"}, "stale-1": {LOCK_HASH_LABEL: "0ld"}}
         return engine.ContainerImage(name, running=name != "stale-1", image_id="sha256:x", image_ref=f"img/{name}",
                                      labels=labels.get(name, {LOCK_HASH_LABEL: self.lock_hash}))
 

@@ -127,7 +127,7 @@ def test_auto_without_a_gpu_takes_the_safe_setting_and_says_why(tmp_path, monkey
     decision = p2p_decision.decide_for_host(_levers(tmp_path, "auto"), {"tp4": GPUS}, image=None)
     assert decision.pcie_safe is True and decision.source == "fallback"
     assert "no GPU facts here" in decision.reason and "nvidia-smi is not on PATH" in decision.reason
-    rehearsal = p2p_decision.decide_for_host(_levers(tmp_path, "auto"), {"tp4": GPUS}, image=None, rehearsal=True)
+    rehearsal = p2p_decision.decide_for_host(_levers(tmp_path, "auto"), {"tp4": GPUS}, image=None, no_gpu=True)
     assert rehearsal.pcie_safe is True and "rehearsal" in rehearsal.reason
 
 

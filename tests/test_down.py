@@ -28,7 +28,7 @@ looked_up: list = []  # every lookup of the launched projects down made (one a r
 
 def _run(monkeypatch, capsys, *, created, present, removes_volumes=True):
     looked_up.clear()
-    record = runstate.LaunchRecord(project="p-pd", topology="pd", compose_files=[], env_file="", rehearsal=True,
+    record = runstate.LaunchRecord(project="p-pd", topology="pd", compose_files=[], env_file="", mode=True,
                                    config="<embedded defaults>", started_at=0, run_dir="", target="slurm",
                                    env={"X": "1"}, created_volumes=created)
     target = finding.Candidate("p-pd", registry.get("pd"), record, ("p-pd-node-1",), targets=None)

@@ -212,7 +212,7 @@ def test_attestation_reads_back_the_algorithm_and_the_block_size_the_server_reso
 def _plan(tmp_path, topology: str, model_folder: Path):
     user = parse_yaml("project: p\n", str(tmp_path / "bundle.yaml"))
     space = load_space(write_config(tmp_path, "levers: {speculative: [none, mtp, dspark]}\n", name="space.yaml"))
-    return planner.make_plan(space, user, topology=topology, rehearsal=modes.get("sim"), sim={},
+    return planner.make_plan(space, user, topology=topology, mode=modes.get("sim"), sim={},
                              extra_env={"MODEL_HOST_PATH": str(model_folder)}, budget_s=None, lock_hash="abc")
 
 

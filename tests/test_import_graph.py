@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Bottom first. A unit is a package (bundle/stack/) or a top-level module (bundle/lock.py); units on one
 # layer are peers and do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "memo", "checks", "findings", "reporter", "log_lines", "rehearsal.simulator"),  # reporter: where services print; the simulator runs alone, inside the rehearsal image
+    ("errors", "memo", "checks", "findings", "reporter", "log_lines", "modes", "rehearsal.simulator"),  # reporter: where services print; modes: the no-GPU modes as the core sees them (installed by the entry points); the simulator runs alone, inside the rehearsal image
     ("paths", "durations", "run"),  # run: the one funnel for outside commands
     ("topology", "monitoring"),
     ("config",),

@@ -34,7 +34,7 @@ def _files(runs_dir, tmp_path, *, rehearsal=None):
     key = tmp_path / "api-key"
     key.write_text(SECRET + "\n")
     dep = load_config(write_config(tmp_path, f"api_key_file: {key}\n"))
-    rendered = render_for(dep, "pd", rehearsal=rehearsal, monitoring=True)
+    rendered = render_for(dep, "pd", mode=rehearsal, monitoring=True)
     rendered.write()
     return rendered, rendered.run_dir / "monitoring"
 

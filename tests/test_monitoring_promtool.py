@@ -107,7 +107,7 @@ CASES = {
 def rendered(tmp_path_factory) -> Path:
     """The files a pd launch on a GPU host renders, with bundle.yaml's default thresholds."""
     folder = tmp_path_factory.mktemp("monitoring")
-    files = monitoring_files(get("pd"), load_config(None).monitoring, worker_port=30000, rehearsal=False,
+    files = monitoring_files(get("pd"), load_config(None).monitoring, worker_port=30000, fast=False,
                              gpu_host=True)
     for relative, text in files.items():
         (folder / relative).parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.docker
 
 
 def _hashes(runs_dir, **kwargs) -> dict[str, str]:
-    rendered = prepare("pd", rehearsal=modes.get("sim"), **kwargs).rendered
+    rendered = prepare("pd", mode=modes.get("sim"), **kwargs).rendered
     rendered.write()
     return docker.stack_of(rendered).config_hashes()
 

@@ -38,7 +38,7 @@ def documented() -> set[str]:
 
 def _services(tmp_path, topology: str, rehearsal):
     extra = rehearsal_engine.env_values(IMAGE, tmp_path) if rehearsal else {}
-    rendered = render(load_config(None), topology, rehearsal=rehearsal, extra_env=extra)
+    rendered = render(load_config(None), topology, mode=rehearsal, extra_env=extra)
     rendered.write()
     return stack_of(rendered).config()["services"]
 
@@ -137,10 +137,10 @@ def test_simulator_knobs_on_the_engine_are_refused():
 def test_the_rehearsal_model_is_refused_as_a_real_model_path(tmp_path):
     import json
 
-    from bundle.rules.checkpoint import REHEARSAL_ONLY_KEY, unsupported_checkpoint
+    from bundle.rules.checkpoint import unsupported_checkpoint
 
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], REHEARSAL_ONLY_KEY: True}))
+    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], modes.MODEL_MARKER: True}))
     assert "rehearsal" in unsupported_checkpoint(config)
     config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
     assert unsupported_checkpoint(config) is None

@@ -75,7 +75,7 @@ def test_a_third_mode_renders_for_every_topology(slow, topology, runs_dir):
     args = _args("--rehearsal", "slow")
     mode = resolve_rehearsal(args)
     assert mode is slow
-    rendered = prepare(topology, rehearsal=mode).rendered
+    rendered = prepare(topology, mode=mode).rendered
     assert rendered.compose_files[1] == slow.overlay_file(registry.get(topology))
     rendered.write()
     services = stack_of(rendered).config()["services"]  # compose's own resolved view

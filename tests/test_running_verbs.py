@@ -34,7 +34,7 @@ def launched(tmp_path, runs_dir, sim, monkeypatch):
     cfg = write_config(tmp_path, f"project: st\nmodel:\n  served_name: dsv4\nnetwork:\n  front_port: {port}\n")
     run_dir = runstate.new_run_dir("st-tp4", "launch")
     runstate.save(runstate.LaunchRecord(project="st-tp4", topology="tp4", compose_files=["compose/tp4.yaml"],
-                                        env_file=str(tmp_path / "bundle.env"), rehearsal="sim", config=str(cfg),
+                                        env_file=str(tmp_path / "bundle.env"), mode="sim", config=str(cfg),
                                         started_at=time.time(), run_dir=str(run_dir),
                                         env={"BUNDLE_TOPOLOGY": "tp4"}))
 

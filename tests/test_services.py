@@ -37,12 +37,12 @@ def test_no_argparse_namespace_below_the_verbs():
 
 def test_prepare_adds_the_rehearsals_env_and_its_knobs_itself():
     plain = prepare("tp4").rendered.env
-    sim = prepare("tp4", rehearsal=modes.get("sim"), sim={"SIM_TPOT_MS": "7"}).rendered.env
+    sim = prepare("tp4", mode=modes.get("sim"), sim={"SIM_TPOT_MS": "7"}).rendered.env
     assert "REHEARSAL_IMAGE" not in plain and "SIM_TPOT_MS" not in plain
     assert sim["SIM_TPOT_MS"] == "7" and sim["REHEARSAL_IMAGE"]
     assert sim["MODEL_HOST_PATH"] != plain["MODEL_HOST_PATH"]  # the simulated model, not the checkpoint
     # What the caller adds goes over the rehearsal's own.
-    assert prepare("tp4", rehearsal=modes.get("sim"), extra_env={"MODEL_HOST_PATH": "/elsewhere"}).rendered.env[
+    assert prepare("tp4", mode=modes.get("sim"), extra_env={"MODEL_HOST_PATH": "/elsewhere"}).rendered.env[
         "MODEL_HOST_PATH"] == "/elsewhere"
 
 
@@ -109,7 +109,7 @@ VERB_IMPORTS = (
     "bundle.commands.", "bundle.errors", "bundle.reporter",
     "bundle.verify.tables", "bundle.doctor.report", "bundle.images.audit.report", "bundle.tune.report",
     "bundle.upgrade.render",  # presenters: a result as a table, lines or JSON
-    "bundle.topology", "bundle.targets.registry", "bundle.rehearsal.registry", "bundle.doctor.registry",
+    "bundle.topology", "bundle.targets.registry", "bundle.rehearsal.registry", "bundle.modes", "bundle.doctor.registry",
     "bundle.images.audit.registry",  # registries
 )
 

@@ -5,15 +5,18 @@ first node publishing the front door."""
 
 from __future__ import annotations
 
+import json
 import re
 import stat
 
 import pytest
 
+from bundle import modes
 from bundle import topology as registry
 from bundle.paths import docker_dir
 from bundle.targets.slurm import cluster as clusters
 from bundle.targets.slurm import image as slurm_image
+from bundle.targets.slurm import job as jobs
 
 pytestmark = pytest.mark.usefixtures("runs_dir")
 
@@ -21,23 +24,23 @@ pytestmark = pytest.mark.usefixtures("runs_dir")
 def _write(project: str, tmp_path):
     c = clusters.Cluster(project)
     c.write(image="sglang-bundle/slurm-node:test", topology=registry.get("pd"), front_port=31234,
-            front_target_port=8000, rehearsal_env={"MODEL_HOST_PATH": str(tmp_path)}, host_address="127.0.0.1",
+            front_target_port=8000, mode_env={"MODEL_HOST_PATH": str(tmp_path)}, host_address="127.0.0.1",
             gres="gpu")
     return c
 
 
 def test_the_config_declares_both_nodes_with_their_gpus_and_a_short_down_timeout():
-    conf = clusters.slurm_conf("rehearsal")
+    conf = clusters.slurm_conf(clusters.CLUSTER_NAME)
     assert "NodeName=node-[1-2] CPUs=4 RealMemory=8000 Gres=gpu:8 State=UNKNOWN" in conf
     assert f"SlurmdTimeout={clusters.SLURMD_TIMEOUT_S}" in conf and "AuthType=auth/munge" in conf
     assert "GresTypes=gpu" in conf and "SlurmctldHost=slurmctld" in conf
 
 
 def test_gres_conf_names_exactly_the_devices_the_node_entrypoint_makes():
-    files = re.search(r"File=/dev/rehearsal-gpu\[0-(\d+)\]", clusters.gres_conf()).group(1)
+    files = re.search(rf"File={clusters.GPU_DEVICES}\[0-(\d+)\]", clusters.gres_conf()).group(1)
     assert int(files) + 1 == clusters.NODE_GPUS
     entry = (docker_dir() / "slurm" / "node-entrypoint.sh").read_text()
-    assert '"/dev/rehearsal-gpu$i"' in entry and f"${{REHEARSAL_GPUS:-{clusters.NODE_GPUS}}}" in entry
+    assert f'"{clusters.GPU_DEVICES}$i"' in entry and f"${{REHEARSAL_GPUS:-{clusters.NODE_GPUS}}}" in entry
 
 
 def test_each_cluster_gets_its_own_owner_only_munge_key_kept_out_of_the_env_file(tmp_path):
@@ -73,3 +76,9 @@ def test_compose_resolves_a_controller_two_nodes_and_one_published_front_door(tm
 def test_the_node_image_names_its_repository_and_follows_the_rehearsal_image_under_it():
     assert slurm_image.image_tag("p:1").startswith("sglang-bundle/slurm-node:")
     assert slurm_image.image_tag("p:1") != slurm_image.image_tag("p:2")
+
+
+def test_a_job_record_keeps_the_key_its_modes_define_so_older_drivers_read_it_and_it_reads_theirs():
+    jobs.save(jobs.JobRecord("p-pd-slurm", "7", ["node-1"], {"router": ["node-1"]}, "/logs", "sim"))
+    assert json.loads(jobs.path("p-pd-slurm").read_text())[modes.record_key()] == "sim"
+    assert jobs.load("p-pd-slurm").mode == "sim"

@@ -13,7 +13,7 @@ from bundle.config.loader import load_config
 from bundle.errors import ConfigError
 from bundle.targets import registry as targets
 from bundle.targets.slurm import script as slurm
-from bundle.targets.slurm.script import NATIVE_LINE
+from bundle.targets.slurm.script import native_line
 from bundle.targets.slurm import rules as slurm_rules
 from bundle import topology as registry
 from tests.conftest import render_for, write_config
@@ -44,7 +44,7 @@ def test_the_rehearsal_differs_from_the_production_script_in_one_line(tmp_path, 
     job = slurm.render(dep, render_for(dep, topology))
     diff = [line for line in difflib.unified_diff(job.script.splitlines(), job.native_script().splitlines(),
                                                   lineterm="", n=0) if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-    assert diff == [f"-{job.container_line}", f"+{NATIVE_LINE}"]
+    assert diff == [f"-{job.container_line}", f"+{native_line()}"]
     assert "--container-image=" in job.container_line and "--container-image" not in job.native_script()
 
 
@@ -87,5 +87,5 @@ def test_the_slurm_launch_renders_through_the_one_pipeline_and_its_problems_stop
     monkeypatch.setattr(slurm_rules, "problems", lambda output: [f"job.sbatch: planted ({output.topology.name})"])
     monkeypatch.setattr(engine, "require_engine", lambda: pytest.fail("the launch went past its render"))
     with pytest.raises(ConfigError, match=r"job.sbatch: planted \(pd\)"):
-        targets.get("slurm").launcher.launch(LaunchRequest("pd", rehearsal=rehearsal.get("sim"), target="slurm"),
+        targets.get("slurm").launcher.launch(LaunchRequest("pd", mode=rehearsal.get("sim"), target="slurm"),
                                              reporter=RecordingReporter())

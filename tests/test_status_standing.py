@@ -21,7 +21,7 @@ def _door(serving: bool) -> FrontDoorState:
 
 
 def _launched(**record) -> Launched:
-    fields = dict(project="p-pd", topology="pd", compose_files=[], env_file="", rehearsal=None, config=DEFAULTS_NAME,
+    fields = dict(project="p-pd", topology="pd", compose_files=[], env_file="", mode=None, config=DEFAULTS_NAME,
                   started_at=0.0, run_dir="")
     return Launched("p-pd", registry.get("pd"), LaunchRecord(**{**fields, **record}))
 
@@ -58,7 +58,7 @@ def test_the_command_repeats_the_launch_config_rehearsal_target_and_monitoring()
     default = targets.DEFAULT  # what the status verb hands down: the target launch takes without --target
     assert relaunch_command(_launched(), default) == "bundle launch pd"
     assert relaunch_command(_launched(target=default), default) == "bundle launch pd"
-    assert relaunch_command(_launched(config="/etc/b.yaml", rehearsal="sim", profiles=["monitoring"]), default) == \
+    assert relaunch_command(_launched(config="/etc/b.yaml", mode="sim", profiles=["monitoring"]), default) == \
         "bundle launch pd -c /etc/b.yaml --rehearsal sim --monitoring"
-    assert relaunch_command(_launched(rehearsal=True, target="slurm"), default) == \
+    assert relaunch_command(_launched(mode=True, target="slurm"), default) == \
         "bundle launch pd --rehearsal sim --target slurm"  # an older record's True is the simulator

@@ -23,8 +23,8 @@ def test_every_target_offers_the_protocol(name):
     assert target.name == name and target.help
     params = inspect.signature(target.renderer.for_target).parameters
     assert list(params)[:2] == ["dep", "rendered"]
-    assert ("rehearsal" in params) == (target.rehearsal and target.writes_folder), \
-        "a folder target that takes --rehearsal gets it in for_target"
+    assert ("mode" in params) == (target.takes_mode and target.writes_folder), \
+        "a folder target that takes a no-GPU mode gets it in for_target"
     if target.rules is not None:
         assert callable(target.rules.check) and callable(target.rules.problems) and target.rules.CHECKED
     if target.launcher is not None:

@@ -156,7 +156,7 @@ def test_a_registered_topology_renders_from_its_capabilities(duo, tmp_path):
     assert rendered.server_args("copy-1")[rendered.server_args("copy-1").index("--tp-size") + 1] == "2"
     # The rehearsal overlays are duo's own.
     for mode in modes.MODES.values():
-        rehearsed = render(dep, duo, image=lock.image_ref, lock_hash=lock.hash, rehearsal=mode)
+        rehearsed = render(dep, duo, image=lock.image_ref, lock_hash=lock.hash, mode=mode)
         assert rehearsed.compose_files[1].name in ("rehearsal-duo.yaml", "rehearsal-engine-duo.yaml")
     # Too many copies for duo's compose file is the rules' error, named at dp.replicas.
     over = load_config(write_config(tmp_path, "dp: {replicas: 3, tp_size: 2, gpus: [0, 1, 2, 3, 4, 5]}\n",

@@ -85,7 +85,7 @@ def test_candidates_run_least_disruptive_first():
 
 def test_the_estimate_comes_from_recorded_launches_and_benches_else_is_assumed(runs_dir):
     method = {"input_len": 16, "output_len": 8, "concurrency": [1], "prompts_per_concurrency": 2}
-    assumed = planner.estimate("p-tp4", rehearsal=False, levels=2, method=method)
+    assumed = planner.estimate("p-tp4", no_gpu=False, levels=2, method=method)
     assert assumed.launch_s == 900 and assumed.bench_s == 360 and "assumed (GPU host)" in assumed.source
     project = runs_dir / "p-tp4"
     for n, seconds in enumerate((20, 30, 100)):
@@ -95,11 +95,11 @@ def test_the_estimate_comes_from_recorded_launches_and_benches_else_is_assumed(r
                                                   "levels": [{"seconds": 12.0}, {"seconds": 8.0}]})
     runstore.append_jsonl(project / "bench.jsonl", {"kind": "bench", "ok": True, "config": {**method, "output_len": 9},
                                                   "levels": [{"seconds": 500.0}]})
-    est = planner.estimate("p-tp4", rehearsal=False, levels=2, method=method)
+    est = planner.estimate("p-tp4", no_gpu=False, levels=2, method=method)
     assert est.launch_s == 30 and est.bench_s == 20  # medians; the other method's run does not count
     assert "3 recorded launches" in est.source and "1 recorded bench runs" in est.source
     results.append("p-tp4", {"key": "k", "status": "ok", "seconds": {"launch": 7, "smoke": 1, "bench": 2, "down": 1}})
-    assert planner.estimate("p-tp4", rehearsal=False, levels=2, method=method).per_candidate_s == 11
+    assert planner.estimate("p-tp4", no_gpu=False, levels=2, method=method).per_candidate_s == 11
 
 
 # ---- objective, ranking, resume key --------------------------------------------------------------
@@ -124,7 +124,7 @@ def test_throughput_at_a_tpot_bound_and_tpot_at_c1_rank_differently():
 
 def test_the_resume_key_changes_with_the_overrides_the_config_the_method_and_the_knobs():
     args = dict(topology="tp4", overrides={"levers": {"speculative": "mtp"}}, config={"project": "p"},
-                bench={"concurrency": [1]}, rehearsal=True, sim={}, lock_hash="abc")
+                bench={"concurrency": [1]}, mode="sim", sim={}, lock_hash="abc")
     key = results.resume_key(**args)
     assert key == results.resume_key(**json.loads(json.dumps(args))) and len(key) == 12
     for change in ({"overrides": {}}, {"config": {"project": "q"}}, {"bench": {"concurrency": [8]}},
@@ -136,7 +136,7 @@ def test_the_resume_key_changes_with_the_overrides_the_config_the_method_and_the
 def _plan(tmp_path, space_text: str, *, budget_s=None, config="project: p\n"):
     user = parse_yaml(config, str(tmp_path / "bundle.yaml"))
     space = _space(tmp_path, space_text)
-    return planner.make_plan(space, user, topology="tp4", rehearsal=modes.get("sim"), sim={}, budget_s=budget_s,
+    return planner.make_plan(space, user, topology="tp4", mode=modes.get("sim"), sim={}, budget_s=budget_s,
                              lock_hash="abc")
 
 
@@ -260,7 +260,7 @@ def test_the_sweep_stops_before_a_candidate_would_overrun_the_budget(tmp_path, r
     clock = [0.0]
     monkeypatch.setattr(runner, "run_candidate", measured)
     monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
-    runner.run_sweep(plan, runner.Sweep(config=None, rehearsal=modes.get("sim")), Console(file=open("/dev/null", "w")),
+    runner.run_sweep(plan, runner.Sweep(config=None, mode=modes.get("sim")), Console(file=open("/dev/null", "w")),
                      started=0.0)
     assert ran == ["defaults"]  # 200 s spent + 200 s measured per candidate > 300 s
     assert plan.items[1].candidate.skip.startswith("over budget: 3.3 min spent")

@@ -34,7 +34,7 @@ def _request(tmp_path, **extra) -> service.TuneRequest:
     config = write_config(tmp_path, "project: p\n")
     space = write_config(tmp_path, "levers:\n  speculative: [mtp, mtp-light]\n", name="space.yaml")
     return service.TuneRequest(**{"topology": "tp4", "config": str(config), "space": str(space),
-                                  "rehearsal": modes.get("sim"), **extra})
+                                  "mode": modes.get("sim"), **extra})
 
 
 def _measured(interrupt_at: str | None = None):
@@ -83,5 +83,5 @@ def test_a_signal_mid_sweep_comes_back_as_interrupted_with_no_winner_written(
 def test_a_rehearsal_mode_whose_speed_ranks_nothing_is_refused_before_anything_starts(tmp_path, runs_dir):
     untunable = next(m for m in modes.MODES.values() if not m.tunable)
     with pytest.raises(BundleError) as err:
-        service.plan_sweep(_request(tmp_path, rehearsal=untunable))
+        service.plan_sweep(_request(tmp_path, mode=untunable))
     assert err.value.exit_code == EXIT_USAGE and "worker simulator only" in err.value.message

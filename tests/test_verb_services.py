@@ -65,7 +65,7 @@ def _state(service: str, state: str = "running") -> ContainerState:
 
 
 def _record(project: str, topology: str, **extra) -> runstate.LaunchRecord:
-    fields = dict(project=project, topology=topology, compose_files=[], env_file="", rehearsal=None,
+    fields = dict(project=project, topology=topology, compose_files=[], env_file="", mode=None,
                   config="<embedded defaults>", started_at=0, run_dir="", env={"X": "1"})
     return runstate.LaunchRecord(**(fields | extra))
 
@@ -100,7 +100,7 @@ def test_status_names_a_paused_server_and_a_hung_one_and_asks_neither_a_frozen_o
 
 def test_status_of_a_project_with_no_containers_asks_nothing_and_reads_an_old_record():
     # A record of an older driver stored True for the simulator; the project is down, so no stack, no config.
-    target = Launched("t-tp4", registry.get("tp4"), _record("t-tp4", "tp4", rehearsal=True))
+    target = Launched("t-tp4", registry.get("tp4"), _record("t-tp4", "tp4", mode=True))
     report = status.status(status.StatusRequest(target, target_name="slurm",
                                                 target_status=lambda project: {"queue": f"{project} queued"}))
     assert report.to_dict() == {"topology": "tp4", "project": "t-tp4", "rehearsal": "sim", "containers": [],

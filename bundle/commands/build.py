@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from bundle import modes
 from rich.console import Console
 
 HELP = "build the layered images pinned by docker/lock.toml (--dry-run prints the plan)"
@@ -21,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="rebuild every step, reuse nothing")
     parser.add_argument("--standin", action="store_true",
                         help="a local build, never pushed: the same layers named <repo>-standin without the "
-                             "registry (CI, the rehearsal's parent)")
+                             f"registry (CI, the {modes.word()}'s parent)")
     parser.add_argument("--kernels", nargs="+", metavar="NAME", default=None,
                         help="compile only these FlashInfer modules in the kernels layer (default: every module "
                              "the predicted choices may load, with --standin too)")

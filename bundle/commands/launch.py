@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from bundle.commands._common import add_config_argument, add_rehearsal_arguments, add_topology_argument, sim_knobs
+from bundle.rehearsal import registry as rehearsal
 from bundle.targets import registry as targets
 from bundle.service.launch import LaunchRequest
 from bundle.reporter import report_console
@@ -29,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "DCGM exporter: the compose profile `monitoring` (docs/monitoring.md)")
     parser.add_argument("--target", choices=targets.LAUNCHABLE, default=targets.DEFAULT,
                         help="; ".join(f"{name}{' (default)' if name == targets.DEFAULT else ''}: "
-                                       f"{targets.get(name).launch_help}" for name in targets.LAUNCHABLE))
+                                       f"{targets.get(name).launch_help.format(flag=rehearsal.FLAG, word=rehearsal.WORD)}"
+                                       for name in targets.LAUNCHABLE))
     parser.add_argument("--no-recreate", action="store_true",
                         help="on a project that is up: only start what is stopped or missing, never recreate a "
                              "container whose configuration changed (as `docker compose up --no-recreate`)")
@@ -40,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     knobs = sim_knobs(args)  # also resolves args.rehearsal to None, "engine" or "sim"
     service = targets.get(args.target).launcher
-    service.launch(LaunchRequest(topology=args.topology, config=args.config, rehearsal=args.rehearsal, sim=knobs,
+    service.launch(LaunchRequest(topology=args.topology, config=args.config, mode=args.rehearsal, sim=knobs,
                          timeout=args.timeout, monitoring=args.monitoring, keep_on_failure=args.keep_on_failure,
                          target=args.target, no_recreate=args.no_recreate), reporter=report_console())
     return 0

@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{m.name}{' (default)' if m.name == rehearsal.BARE else ''} = {m.summary}" for m in rehearsal.MODES.values()))
     parser.add_argument("--format", choices=("yaml", "json"), default="yaml")
     parser.add_argument("--target", choices=targets.NAMES, default=targets.DEFAULT,
-                        help="; ".join(f"{t.name}{' (default)' if t.name == targets.DEFAULT else ''}: {t.help}"
+                        help="; ".join(f"{t.name}{' (default)' if t.name == targets.DEFAULT else ''}: "
+                                       f"{t.help.format(flag=rehearsal.FLAG, word=rehearsal.WORD)}"
                                        for t in targets.TARGETS.values()))
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="the folder to write to, for a target other than compose (a new render there "
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     request = RenderRequest(args.topology, target, config=args.config,
                             # The rehearsal's image tag and model folder only: render never builds
                             # (launch --rehearsal does).
-                            rehearsal=resolve_rehearsal(args), output=args.output,
+                            mode=resolve_rehearsal(args), output=args.output,
                             dry_run=getattr(args, "kubectl_dry_run", False))
     if target.writes_folder:
         return _run_into_folder(request)

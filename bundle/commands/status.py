@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from bundle import modes
 from bundle.commands._common import add_config_argument, add_topology_argument
 
 HELP = "show what runs: containers, health, restarts, ports, hung or paused servers, and whether the front door serves"
@@ -55,7 +56,7 @@ def _print(reports) -> None:
             console.print(f"{one.project}: not running")
             continue
         table = Table(title=f"{one.project} ({one.topology}"
-                            f"{', rehearsal: ' + one.rehearsal if one.rehearsal else ''})", title_justify="left")
+                            f"{f', {modes.word()}: ' + one.mode if one.mode else ''})", title_justify="left")
         for column in ("service", "state", "health", "restarts", "published", "processes", "problem"):
             table.add_column(column, overflow="fold")
         for c in one.containers:

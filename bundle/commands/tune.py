@@ -57,13 +57,13 @@ def run(args: argparse.Namespace) -> int:
     request = service.TuneRequest(
         topology=args.topology, config=args.config, space=args.space, objective=args.objective,
         max_tpot_ms=args.max_tpot, max_ttft_ms=args.max_ttft, budget=args.budget,
-        launch_timeout=args.launch_timeout, rehearsal=mode, sim=sim_knobs(args), output=args.output)
+        launch_timeout=args.launch_timeout, mode=mode, sim=sim_knobs(args), output=args.output)
     planned = service.plan_sweep(request)
     _print_plan(planned.plan, console, planned.objective, planned.budget_s)
     if args.dry_run:
         return 0
     tuned = service.sweep(planned, console)
-    console.print(tune_report.ranked_table(tuned.ranked, planned.objective, rehearsal=mode,
+    console.print(tune_report.ranked_table(tuned.ranked, planned.objective, mode=mode,
                                            reference=tuned.reference))
     console.print(f"results: {tuned.results_path}; sweep: {tuned.sweep_dir / 'sweep.json'}"
                   + (f"; plot: {tuned.plot}" if tuned.plot else "; no plot (pip install '.[plot]' for matplotlib)"))

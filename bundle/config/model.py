@@ -217,6 +217,19 @@ class Role:
 
 
 @dataclass(frozen=True)
+class Layout:
+    """One topology as bundle.yaml sets it, read once (Deployment.layout): its section, how many replicas
+    `up` starts, every SGLang server in the registry's order, and its router (None without one). The render
+    and its rules read this one value instead of asking the config piece by piece."""
+
+    topology: Topology
+    section: Section
+    replicas: int
+    roles: tuple[Role, ...]
+    router: RouterSection | None
+
+
+@dataclass(frozen=True)
 class Deployment:
     """The merged, schema-valid configuration, typed."""
 
@@ -279,6 +292,11 @@ class Deployment:
                 out.append(Role(service, section.key_path, section.gpus, section.tp_size,
                                 section.extra_args, section.env))
         return out
+
+    def layout(self, topology: Topology | str) -> Layout:
+        topology = _entry(topology)
+        return Layout(topology, self.section(topology), self.replicas(topology), tuple(self.roles(topology)),
+                      self.router(topology))
 
     def router(self, topology: Topology | str) -> RouterSection | None:
         topology = _entry(topology)

@@ -8,6 +8,7 @@ with nothing to run the probe in, auto takes the safe setting and the reason say
 
 from __future__ import annotations
 
+from bundle import modes
 from bundle.config.levers import Collectives, unprobed_collectives
 from bundle.config.model import Levers
 from bundle.doctor import allreduce_runs, nvidia_smi
@@ -59,12 +60,12 @@ def topology_links(groups: dict[str, tuple[int, ...]], topology: nvidia_smi.Topo
 
 
 def decide_for_host(levers: Levers, groups: dict[str, tuple[int, ...]], *, image: str | None,
-                    rehearsal: bool = False, probe=None) -> Collectives:
+                    no_gpu: bool = False, probe=None) -> Collectives:
     """The decision a launch renders. `probe(groups) -> runs` is for tests."""
     if levers.pcie_safe_collectives != "auto":
         return unprobed_collectives(levers)
-    if rehearsal:
-        return unprobed_collectives(levers, "a rehearsal runs on CPU (the engine or the simulator): no GPU to probe")
+    if no_gpu:
+        return unprobed_collectives(levers, f"a {modes.word()} runs on CPU (the engine or the simulator): no GPU to probe")
     if not any(len(g) >= 2 for g in groups.values()):
         return Collectives(False, "probe", "no server spans two GPUs: no all-reduce to make safe")
     try:

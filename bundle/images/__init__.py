@@ -1,1 +1,1 @@
-"""The images: the lock, hashed requirements, build, pull, the rehearsal image."""
+"""The images: the lock, hashed requirements, build, pull, the images derived here."""

@@ -1,4 +1,4 @@
-"""Images the project derives locally from its own roots (the rehearsal image, a target wing's node image,
+"""Images the project derives locally from its own roots (the no-GPU modes' image, a target wing's node image,
 the monitoring profile's Prometheus): each tagged by a hash of every file it is built from plus its
 parent, so a build happens only when an input changed and never needs a registry.
 
@@ -22,7 +22,7 @@ class Build:
     """One `docker build` of a derived image, labelled with the inputs' hash its tag carries."""
 
     tag: str
-    what: str  # how progress lines name it: "rehearsal", "monitoring", a wing's own
+    what: str  # how progress lines name it: "monitoring", a mode's or a wing's own
     dockerfile: Path
     context: Path
     build_args: dict[str, str] = field(default_factory=dict)

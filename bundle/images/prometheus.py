@@ -1,6 +1,6 @@
 """The monitoring profile's Prometheus image: Debian bookworm's `prometheus` package on the project's
-Debian root (docker/prometheus.Dockerfile), built once per hash of its inputs like the rehearsal
-image, so no registry is needed.
+Debian root (docker/prometheus.Dockerfile), built once per hash of its inputs like the no-GPU
+modes' image, so no registry is needed.
 
     python -m bundle.images.prometheus image      # build if missing, print the tag
 """

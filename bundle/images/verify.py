@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bundle import modes
 from bundle.findings import Finding, Level, worst
 from bundle.images import contents
 from bundle.images.audit.core import finding_dict
 from bundle.lock import LOCK_HASH_LABEL, Lock
 
-REHEARSAL_LABEL = "io.sglang-bundle.image"  # "rehearsal" on the simulator's image
+IMAGE_KIND_LABEL = "io.sglang-bundle.image"  # modes.registry().IMAGE_LABEL on the no-GPU modes' image
 
 
 @dataclass
@@ -37,8 +38,8 @@ def verify_container(name: str, lock: Lock, root: Path) -> ContainerReport:
 
     facts = engine.container_image(name)
     report = ContainerReport(name, facts.image_ref)
-    if facts.labels.get(REHEARSAL_LABEL) == "rehearsal":
-        report.findings.append(Finding(Level.INFO, f"{name} runs the rehearsal image (simulated worker), which "
+    if facts.labels.get(IMAGE_KIND_LABEL) == modes.registry().IMAGE_LABEL:
+        report.findings.append(Finding(Level.INFO, f"{name} runs the {modes.word()} image (simulated worker), which "
                                                     f"is not built from the lock: not compared"))
         return report
     label = facts.labels.get(LOCK_HASH_LABEL)

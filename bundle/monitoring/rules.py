@@ -2,7 +2,7 @@
 
 One source: `alerts(settings)` gives each rule with its PromQL, its `for:` and the runbook anchor
 in docs/monitoring.md; `rules_document()` is the rules file Prometheus loads (rendered per launch,
-so the thresholds and the rehearsal's short intervals come from bundle.yaml). Every metric named
+so the thresholds, and the short intervals of a run with no GPU, come from bundle.yaml). Every metric named
 here is one the pinned SGLang or smg emits (tests/test_monitoring_contract.py)."""
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ class Thresholds:
     restart_window: str = "15m"
 
     @classmethod
-    def of(cls, monitoring, *, rehearsal: bool = False) -> "Thresholds":
-        """From the config's monitoring section; a rehearsal's windows are seconds, not minutes."""
+    def of(cls, monitoring, *, fast: bool = False) -> "Thresholds":
+        """From the config's monitoring section; `fast` (a run with no GPU, whose servers load in seconds):
+        windows of seconds, not minutes."""
         base = cls(down_for=prom_duration(monitoring.down_for), ttft_objective_s=monitoring.ttft_objective_ms / 1000,
                    tpot_objective_s=monitoring.tpot_objective_ms / 1000,
                    kv_transfer_min_gb_s=monitoring.kv_transfer_min_gb_s,
                    kv_cache_full_ratio=monitoring.kv_cache_full_ratio)
-        if not rehearsal:
+        if not fast:
             return base
         return cls(**{**base.__dict__, "down_for": "10s", "slow_for": "1m", "rate_window": "30s",
                       "restart_window": "2m"})

@@ -5,7 +5,10 @@ below the services that take a mode.
 An entry holds its compose overlay (compose/<overlay>, `{topology}` replaced), what it adds to the
 rendered env, its overrides of the servers' arguments, the artifacts it needs before a launch (the
 rehearsal image always; a trained model for the engine), whether it takes the simulator's --sim knobs,
-whether tune may sweep with it, and its description. The command line parses `--rehearsal` once
+whether tune may sweep with it, its description and what tables of its figures say. The entry points
+(bundle/cli.py, tests/conftest.py, docsgen) install this module as the core's bundle.modes.Registry, with
+the words the core's records and messages use (RECORD_KEY, FLAG, WORD, HINT, IMAGE_LABEL, IMAGE_VARIABLE,
+MODEL_MARKER): no module outside this package names the modes. The command line parses `--rehearsal` once
 (parse(): a mode's name, or BARE_FLAG, the typed value `--rehearsal` alone stores) into a Mode; every
 service takes that value; a launch record stores its name (name_of()), read back by from_record(), the
 True and False of older records too.
@@ -30,25 +33,15 @@ NAMES = tuple(MODES)
 BARE = "engine"  # `--rehearsal` alone, without --sim knobs
 BARE_WITH_KNOBS = "sim"  # `--rehearsal` alone with --sim knobs: the mode that takes them
 
-
-def env_values(mode: Mode, knobs=None) -> dict[str, str]:
-    """What `mode` adds to the rendered env: the rehearsal image's tag and the model folder (both known
-    before anything is built, from hashes of their inputs), health waits, the simulator's knobs."""
-    # Imported here: naming the image reads its inputs only, and must not load the Docker client.
-    from bundle.rehearsal.shared import image as rehearsal_image
-
-    return mode.env(rehearsal_image.image_tag(), dict(knobs or {}))
-
-
-def ensure_artifacts(mode: Mode, *, report) -> str:
-    """The rehearsal image built if its inputs changed (every mode runs in it), and the model `mode` needs
-    made if missing; returns the image's tag."""
-    from bundle.rehearsal.shared import image as rehearsal_image
-
-    tag = rehearsal_image.ensure_image(report=report)
-    if mode.ensure_model is not None:
-        mode.ensure_model(tag, report=report)
-    return tag
+# The words the core uses for these modes (bundle/modes.py asks them here; defined once).
+RECORD_KEY = "rehearsal"  # a launch record's, a bench record's, `status --json`'s key: records on disk keep it
+FLAG = "--rehearsal"
+WORD = "rehearsal"
+HINT = "add --rehearsal to rehearse without GPUs"  # where a message says how to run with no GPU
+IMAGE_LABEL = "rehearsal"  # io.sglang-bundle.image of docker/rehearsal.Dockerfile
+IMAGE_VARIABLE = "REHEARSAL_IMAGE"  # the rendered env's name for the image the modes run in
+# config.json key of the engine's trained model (engine/model.py writes it): never served on a GPU host.
+MODEL_MARKER = "sglang_bundle_rehearsal_only"
 
 
 def get(name: str) -> Mode:

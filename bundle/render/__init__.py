@@ -1,2 +1,2 @@
-"""Floor 7: (typed config, topology) -> what compose runs: the env file and files; what every rehearsal adds;
+"""Floor 7: (typed config, topology) -> what compose runs: the env file and files; what a run with no GPU adds;
 the command-line edits the other targets (bundle/targets/) share."""

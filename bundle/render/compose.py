@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bundle import paths
 from bundle.config import levers
-from bundle.config.model import Deployment, Role, RouterSection
+from bundle.config.model import Deployment, Layout, Role, RouterSection
 from bundle.errors import ConfigError
 from bundle.monitoring.files import DIR_NAME as MONITORING_DIR_NAME, monitoring_files
 from bundle.monitoring.scrape import ROUTER_METRICS_PORT
@@ -52,6 +52,7 @@ class Rendered:
     role_env: dict[str, dict[str, str]] = field(default_factory=dict)  # service -> its extra environment
     source_name: str = "bundle.yaml"
     collectives: levers.Collectives | None = None  # the PCIe-safe collectives decision rendered in
+    layout: Layout | None = None  # the topology as the config set it, read once: what the rules check
     # Makes the monitoring profile's files (prometheus.yml, rules, Grafana's), relative to
     # run_dir/monitoring/: written with the env file whether or not the profile is on, so
     # COMPOSE_PROFILES=monitoring works. Made only when written or read (not by `bundle validate`).
@@ -101,19 +102,20 @@ class Rendered:
         return f"docker compose -p {self.project} --env-file {self.env_file} {files}{profiles}"
 
 
-def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, rehearsal: Overlay | None = None,
+def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, mode: Overlay | None = None,
            extra_env: dict[str, str] | None = None, collectives: levers.Collectives | None = None,
            monitoring: bool = False) -> Rendered:
-    """Every variable topology's compose file reads, from the config; `rehearsal`: a rehearsal mode (a
-    bundle.topology.Overlay: its compose overlay and server-argument overrides; the modes live in
-    bundle/rehearsal/) or None; `extra_env` (the rehearsal's values, a test's overrides) wins. `monitoring`: the monitoring profile on (with Grafana and the
-    DCGM exporter outside a rehearsal). `collectives`: launch's per-host decision for
+    """Every variable topology's compose file reads, from the config; `mode`: a way to run with no GPU (a
+    bundle.topology.Overlay: its compose overlay and server-argument overrides) or None; `extra_env` (the
+    mode's values, a test's overrides) wins. `monitoring`: the monitoring profile on (with Grafana and the
+    DCGM exporter on a GPU host). `collectives`: launch's per-host decision for
     levers.pcie_safe_collectives: auto (without one, auto renders the safe setting). Reads the
     compose files; writes nothing."""
     collectives = collectives or levers.unprobed_collectives(dep.levers)
     project = dep.project_name(topology.name)
     run_dir = paths.runs_dir() / project
-    roles = dep.roles(topology)
+    layout = dep.layout(topology)
+    roles = layout.roles
     env = {
         "COMPOSE_PROJECT_NAME": project,
         "BUNDLE_TOPOLOGY": topology.name,
@@ -131,15 +133,15 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
     }
     role_env = {}
     for role in roles:
-        env.update(_server_env(dep, topology, role, roles, collectives))
+        env.update(_server_env(dep, layout, role, collectives))
         if role.env:
             role_env[role.name] = dict(role.env)
         env[f"{role.service.env_prefix}_ENV_FILE"] = str(run_dir / f"{role.name}.env") if role.env else NO_FILE
-    router = dep.router(topology)
+    router = layout.router
     if router is not None:
         env.update(_router_env(router, dep.source.name))
     if topology.disaggregated:
-        pd = dep.section(topology)
+        pd = layout.section
         env.update({"PD_TRANSFER_BACKEND": pd.transfer_backend,
                     "PD_BOOTSTRAP_PORT": str(pd.bootstrap_port),
                     "KV_TRANSFER_TIMEOUT_SECS": str(pd.kv_transfer_timeout_secs)})
@@ -147,28 +149,28 @@ def render(dep: Deployment, topology: Topology, *, image: str, lock_hash: str, r
         # The router's --worker-urls: one URL per replica `up` starts.
         env["DP_WORKER_URLS"] = " ".join(f"http://{role.name}:{dep.network.worker_port}" for role in roles)
     env.update(_monitoring_env(topology, run_dir))
-    profiles = topology.profiles_for(dep.replicas(topology))
+    profiles = topology.profiles_for(layout.replicas)
     if monitoring:
-        # A rehearsal runs Prometheus only: Grafana and the DCGM exporter come from a registry and
-        # the exporter needs GPUs (docs/monitoring.md).
-        profiles += ["monitoring"] if rehearsal is not None else ["monitoring", "grafana", "gpu-metrics"]
+        # With no GPU, Prometheus only: Grafana and the DCGM exporter come from a registry and the
+        # exporter needs GPUs (docs/monitoring.md).
+        profiles += ["monitoring"] if mode is not None else ["monitoring", "grafana", "gpu-metrics"]
     if profiles:
         env["COMPOSE_PROFILES"] = ",".join(profiles)  # so plain `docker compose --env-file` agrees
     env.update(extra_env or {})
-    if rehearsal is not None and rehearsal.server_args is not None:
-        # e.g. the CPU engine: each server's own command line plus the CPU overrides (docs/rehearsal.md).
-        env.update(rehearsal.server_args(topology, env))
-    files = tuple(topology.compose_files(overlay=rehearsal.overlay_file(topology) if rehearsal else None))
+    if mode is not None and mode.server_args is not None:
+        # e.g. the CPU engine: each server's own command line plus the CPU overrides.
+        env.update(mode.server_args(topology, env))
+    files = tuple(topology.compose_files(overlay=mode.overlay_file(topology) if mode else None))
     services = up_services(files, profiles)
     return Rendered(topology=topology, project=project, env=env, compose_files=files,
                     profiles=tuple(profiles),
                     commands={name: split_command(template, env) for name, template in services.items()},
                     templates=services, run_dir=run_dir, role_env=role_env, source_name=dep.source.name,
-                    collectives=collectives,
+                    collectives=collectives, layout=layout,
                     monitoring=functools.partial(
                         monitoring_files, topology, dep.monitoring, worker_port=dep.network.worker_port,
-                        rehearsal=rehearsal is not None, gpu_host=rehearsal is None,
-                        active={s.name for s in topology.active_services(dep.replicas(topology))}))
+                        fast=mode is not None, gpu_host=mode is None,
+                        active={s.name for s in topology.active_services(layout.replicas)}))
 
 
 def for_target(dep: Deployment, rendered: Rendered) -> Rendered:
@@ -192,12 +194,11 @@ def _gpu_list(gpus) -> str:
     return ",".join(str(g) for g in gpus)
 
 
-def _server_env(dep: Deployment, topology: Topology, role: Role, roles: list[Role],
-                collectives: levers.Collectives) -> dict[str, str]:
+def _server_env(dep: Deployment, layout: Layout, role: Role, collectives: levers.Collectives) -> dict[str, str]:
     """One server's variables: TP size, GPU placement, extra args (the levers' flags first)."""
-    if topology.gpu_visibility == "union" and dep.section(topology).share_gpus:
+    if layout.topology.gpu_visibility == "union" and layout.section.share_gpus:
         # Every server sees the union and picks its own GPUs with --base-gpu-id (CUDA IPC between them).
-        visible = sorted({g for r in roles for g in r.gpus})
+        visible = sorted({g for r in layout.roles for g in r.gpus})
         base = visible.index(min(role.gpus))
     else:
         visible, base = sorted(role.gpus), 0  # the container sees only its own GPUs

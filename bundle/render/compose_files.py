@@ -1,6 +1,6 @@
 """The one reader of the project's compose files, for every render that starts from them (compose's
 own command lines, every other target's) and for the image audit: YAML as compose reads it (its merge
-tags `!reset` and `!override` load as the value they carry; the rehearsal overlays use `!reset`;
+tags `!reset` and `!override` load as the value they carry; the no-GPU modes' overlays use `!reset`;
 anchors and merge keys resolved), a service's mapping in each file, and its `environment:` as
 compose resolves it (the last file that sets a name wins), interpolated with the rendered variables."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundle.config import levers
-from bundle.config.model import Deployment, Role
+from bundle.config.model import Deployment, Layout, Role, RouterSection
 from bundle.config.source import format_path
 from bundle.errors import ConfigError
 from bundle.findings import Finding, Level
@@ -68,17 +68,17 @@ def check(dep: Deployment, rendered, *, require_model: bool = False) -> RulesRep
     found = RulesReport()
     error = found.errors_of(dep.source)
 
-    topology = rendered.topology
-    roles = dep.roles(topology)
+    layout = rendered.layout  # the topology as the render read it from the config, once
+    topology, roles = layout.topology, list(layout.roles)
     if topology.replicated:
-        _check_replicas(dep, topology, error)
+        _check_replicas(layout, error)
     else:
         for role in roles:
             _check_gpus(role, error)
     if topology.disaggregated:
-        _check_pd(dep, topology, roles, error)
-    _check_router_budget(dep, topology, error)
-    _check_managed_flags(dep, rendered, roles, error)
+        _check_pd(dep, layout, error)
+    _check_router_budget(layout.router, error)
+    _check_managed_flags(rendered, layout, error)
     _check_backends(dep, rendered, roles, error)
     _check_kv_cache_dtype(dep, error)
     dspark.check(dep, rendered, roles, error)
@@ -87,7 +87,7 @@ def check(dep: Deployment, rendered, *, require_model: bool = False) -> RulesRep
     _check_exposure(dep, topology, found)
     if not found.errors:
         # Only worth parsing command lines once the pieces they are made of are sound.
-        _check_command_lines(dep, rendered, roles, error)
+        _check_command_lines(rendered, layout, error)
     return found
 
 
@@ -107,8 +107,8 @@ def _check_gpus(role: Role, error: Error) -> None:
               f"use a consecutive range such as {list(range(min(gpus), min(gpus) + len(gpus)))}")
 
 
-def _check_replicas(dep: Deployment, topology, error: Error) -> None:
-    dp = dep.section(topology)
+def _check_replicas(layout: Layout, error: Error) -> None:
+    topology, dp = layout.topology, layout.section
     key, name = dp.key_path, format_path(dp.key_path)
     gpus, want = list(dp.gpus), dp.replicas * dp.tp_size
     if dp.replicas > topology.max_replicas:
@@ -118,7 +118,7 @@ def _check_replicas(dep: Deployment, topology, error: Error) -> None:
         error(key + ("gpus",), f"{len(gpus)} GPUs {gpus} for {dp.replicas} replicas of tp_size {dp.tp_size}; "
                                f"list exactly {want} GPUs (replica i takes the i-th {dp.tp_size}) or change "
                                f"{name}.replicas / {name}.tp_size")
-    for role in dep.roles(topology):
+    for role in layout.roles:
         group = list(role.gpus)
         if group and not _consecutive(group):
             error(key + ("gpus",), f"{role.name} gets GPUs {group}, which are not consecutive; SGLang places "
@@ -126,11 +126,10 @@ def _check_replicas(dep: Deployment, topology, error: Error) -> None:
                                    f"{dp.tp_size} is a consecutive range")
 
 
-def _check_router_budget(dep: Deployment, topology, error: Error) -> None:
+def _check_router_budget(router: RouterSection | None, error: Error) -> None:
     """Each attempt gets (request_timeout_secs - backoffs) / retry_max_retries: at least a second."""
     from bundle.render.compose import retry_backoff_secs
 
-    router = dep.router(topology)
     if router is None:
         return
     attempts = router.retry_max_retries
@@ -140,9 +139,9 @@ def _check_router_budget(dep: Deployment, topology, error: Error) -> None:
               f"their backoffs with at least 1 s each; raise request_timeout_secs or lower retry_max_retries")
 
 
-def _check_pd(dep: Deployment, topology, roles: list[Role], error: Error) -> None:
-    pd = dep.section(topology)
-    prefill, decode = roles
+def _check_pd(dep: Deployment, layout: Layout, error: Error) -> None:
+    pd = layout.section
+    prefill, decode = layout.roles
     shared = sorted(set(prefill.gpus) & set(decode.gpus))
     if shared:
         error(decode.key_path + ("gpus",),
@@ -165,15 +164,15 @@ def _with_aliases(flags: set[str], spec: str) -> set[str]:
     return {alias for f in flags for alias in known.get(f, (f,))}
 
 
-def _check_managed_flags(dep: Deployment, rendered, roles: list[Role], error: Error) -> None:
+def _check_managed_flags(rendered, layout: Layout, error: Error) -> None:
     """extra_args may not repeat a flag the compose file or a lever already sets."""
     lever_flags = levers.LEVER_FLAGS
     lists = []
-    for role in roles:
+    for role in layout.roles:
         managed = _template_flags(rendered.templates.get(role.name, "")) | lever_flags | {"--api-key"}
         lists.append((role.key_path + ("extra_args",), role.extra_args,
                       _with_aliases(managed, argspec.SERVER_SPEC)))
-    router = dep.router(rendered.topology)
+    router = layout.router
     if router is not None:
         managed = _template_flags(rendered.templates.get(rendered.topology.router.name, "")) | {"--api-key"}
         lists.append((router.key_path + ("extra_args",), router.extra_args,
@@ -264,7 +263,8 @@ def _check_exposure(dep: Deployment, topology, found: RulesReport) -> None:
         found.warning(f"{dep.source.where(path)}: {format_path(path)}: {text}")
 
 
-def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Error) -> None:
+def _check_command_lines(rendered, layout: Layout, error: Error) -> None:
+    roles = list(layout.roles)
     prefill_bootstrap = None
     reported = set()
     for role in roles:
@@ -281,7 +281,7 @@ def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Er
     if rendered.topology.disaggregated and not reported:
         _check_speculative_pd(rendered, roles, error)
     router_args = rendered.router_args()
-    router = dep.router(rendered.topology)
+    router = layout.router
     if router_args is not None:
         problem = argspec.check_arguments(argspec.ROUTER_SPEC, router_args)
         if problem:
@@ -290,7 +290,7 @@ def _check_command_lines(dep: Deployment, rendered, roles: list[Role], error: Er
     if router_args is not None and prefill_bootstrap is not None:
         router_bootstrap = _router_prefill_bootstrap(router_args)
         if router_bootstrap != prefill_bootstrap:
-            error(dep.section(rendered.topology).key_path + ("bootstrap_port",),
+            error(layout.section.key_path + ("bootstrap_port",),
                   f"the router pairs prefill with bootstrap port {router_bootstrap} but prefill listens on "
                   f"{prefill_bootstrap}; requests would fail with 'connection refused'")
 

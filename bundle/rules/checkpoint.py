@@ -13,10 +13,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundle import modes
 from bundle.rules import guards
 
-# config.json key of the CPU engine rehearsal's model (bundle/rehearsal/engine/model.py): never served on a GPU host.
-REHEARSAL_ONLY_KEY = "sglang_bundle_rehearsal_only"
 EXPECTED_MODEL = "DeepSeek-V4-Flash (config.json: model_type deepseek_v4, architectures DeepseekV4ForCausalLM)"
 V41_MODEL_TYPES = {"deepseek_v41", "deepseek_v41_text"}
 V41_ARCHITECTURE_MARK = "DeepseekV41"  # SGLang's own test (entrypoints/openai/chat_encoding.py)
@@ -61,9 +60,10 @@ def unsupported_checkpoint(config_file: Path) -> str | None:
         return None
     if not isinstance(config, dict):
         return None
-    if config.get(REHEARSAL_ONLY_KEY):
-        return (f"{config_file} is the CPU engine rehearsal's tiny trained model ({REHEARSAL_ONLY_KEY}: true), "
-                f"made for `bundle launch --rehearsal engine` only; this bundle serves {EXPECTED_MODEL}: "
+    marker = modes.registry().MODEL_MARKER  # a model made for a no-GPU mode: never served on a GPU host
+    if config.get(marker):
+        return (f"{config_file} is the CPU engine {modes.word()}'s tiny trained model ({marker}: true), "
+                f"made for `bundle launch {modes.flag()} engine` only; this bundle serves {EXPECTED_MODEL}: "
                 "point model.path at a DeepSeek-V4-Flash checkpoint")
     evidence = v41_evidence(config)
     if not evidence:

@@ -10,7 +10,7 @@ to change:
   --enable-dp-lm-head and attention TP 1 for a MoE draft (_handle_dspark, dspark_worker_v2.py);
 - a checkpoint without a DSpark draft: SGLang stops at start ("DSpark dense speculative decoding
   requires setting --speculative-draft-model-path"), minutes into a launch. The checkpoint is the
-  folder compose mounts (MODEL_HOST_PATH: model.path, or the rehearsal's simulated model).
+  folder compose mounts (MODEL_HOST_PATH: model.path, or a no-GPU mode's model).
 
 tests/test_contract_defaults.py reads each of these from the pinned SGLang's source.
 """

@@ -5,7 +5,7 @@ package or anything below it, and nothing here prints but on the Reporter the ve
 (bundle/reporter.py; tests/test_no_print.py holds it).
 
 prepare.py       the one path from bundle.yaml to a checked render (load -> render -> rules), the
-                 rehearsal's additions to the env computed in one place
+                 additions to the env of a run with no GPU (a Mode) computed in one place
 render.py        a render target's checked output; compose's render resolved by compose; a folder written
 launch.py        LaunchRequest -> the stack up, ready, attested (reconciles one that is up); the compose
                  target's launcher (another target's launcher is its wing's own)

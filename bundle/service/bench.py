@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bundle import modes
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
 from bundle.errors import BundleError, Failed, UsageError
@@ -117,7 +118,7 @@ def limits_of(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
     attestation and the project's collectives decision (bundle/verify/limits.py)."""
     decoding = decoding_roles(dep, topology)
     first = decoding[0]
-    kind = comparable.kind({"rehearsal": record.rehearsal})
+    kind = comparable.kind({modes.record_key(): record.mode})
     return limits.build(kind=kind, model_folder=record.env.get("MODEL_HOST_PATH"), gpu_names=[], tp=first.tp_size,
                         servers=len(decoding), gpus=tuple(first.gpus), speculative=dep.levers.speculative,
                         dspark_block=dep.levers.dspark.block_size,
@@ -129,7 +130,7 @@ def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
               plan: bench.BenchPlan, *, on_level: Callable | None = None, on_progress: Callable | None = None):
     """Every level of `plan` against what `record` launched, each scored against the limit; returns
     (the run's record, its folder)."""
-    return bench.run(stack, plan, project=record.project, rehearsal=record.rehearsal, env=record.env,
+    return bench.run(stack, plan, project=record.project, mode=record.mode, env=record.env,
                      target=record.target, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                      on_level=on_level, on_progress=on_progress,
                      stack_gone=lambda: stack_gone(stack, topology.front_service),
@@ -139,7 +140,7 @@ def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
 def run_soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
              plan: bench.BenchPlan, *, duration_s: float, on_round: Callable | None = None):
     """One concurrency for `duration_s` against what `record` launched; returns (its record, its folder)."""
-    return bench.run_soak(stack, plan, duration_s=duration_s, project=record.project, rehearsal=record.rehearsal,
+    return bench.run_soak(stack, plan, duration_s=duration_s, project=record.project, mode=record.mode,
                           env=record.env, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                           on_round=on_round, stack_gone=lambda: stack_gone(stack, topology.front_service))
 
@@ -246,7 +247,7 @@ def gate(history: list[dict], result: dict | bench.BenchResult, run_dir: Path, *
     if reason := comparable.unlike(result, reference):
         raise Failed(f"bench --gate against run {reference.get('run_id')}: no comparison: {reason} "
                      f"(this run is recorded: {result['run_id']})",
-                     hint="gate against a run of the same topology, GPU or rehearsal mode, target and "
+                     hint=f"gate against a run of the same topology, GPU or {modes.word()} mode, target and "
                           "lengths (--against RUN), or run once without --gate to record one")
     gated = bench.gate(result, reference, percent)
     runstore.write_json(run_dir / "gate.json", gated.as_dict())

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from bundle import modes
 from bundle import topology as registry
 from bundle.api import TargetLookup
 from bundle.config.loader import find_config, load_config
@@ -57,13 +58,12 @@ class Candidate:
         older driver (no rendered variables), what the config would launch, rendered again."""
         if self.record is not None and self.record.env:
             return self.record
-        from bundle.rehearsal import registry as rehearsal
         from bundle.service.prepare import prepare
 
-        mode = rehearsal.from_record(self.record.rehearsal if self.record else None)
-        rendered = prepare(self.topology.name, dep=self.dep, rehearsal=mode).rendered
+        mode = modes.from_record(self.record.mode if self.record else None)
+        rendered = prepare(self.topology.name, dep=self.dep, mode=mode).rendered
         rendered.write()
-        return runstate.LaunchRecord.of(rendered, rehearsal=rehearsal.name_of(mode), config=self.dep.source.name,
+        return runstate.LaunchRecord.of(rendered, mode=modes.record_value(mode), config=self.dep.source.name,
                                         run_dir=runstate.project_dir(self.project))
 
     def stack(self):
@@ -112,7 +112,7 @@ def only_running(found: list[Candidate], topology: str | None, *, verb: str) -> 
         names = ", ".join(t.project for t in found[:4])
         raise NotFound(f"nothing to {verb}: {names or 'no project'} is not running",
                        hint=f"`bundle launch {topology or '|'.join(registry.NAMES)}` "
-                            "first (add --rehearsal to rehearse without GPUs)")
+                            f"first ({modes.registry().HINT})")
     if len(up) > 1:
         listing = ", ".join(f"{t.project} ({t.topology.name})" for t in up)
         raise EnvironmentProblem(f"{len(up)} topologies are up ({listing}); name the one to {verb}",

@@ -24,9 +24,8 @@ from bundle.config.model import Deployment
 from bundle.durations import parse_duration
 from bundle.errors import BundleError, EnvironmentProblem, Failed, InputError, NotFound
 from bundle.service.prepare import load, prepare
+from bundle import modes
 from bundle.api import Mode
-from bundle.rehearsal import registry as modes
-from bundle.rehearsal.registry import name_of
 from bundle.stack import runstate
 from bundle.topology import TOOL_SERVICE
 from bundle.reporter import Reporter, plain
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
 class LaunchRequest:
     topology: str  # a registry name
     config: str | None = None  # bundle.yaml's path; None: $BUNDLE_CONFIG, ./bundle.yaml or the defaults
-    rehearsal: Mode | None = None  # a rehearsal mode (rehearsal/registry.py), parsed at the command line
+    mode: Mode | None = None  # a way to run with no GPU (bundle.modes), parsed at the command line
     sim: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # simulator knobs (sim only)
     timeout: str | None = None  # the readiness limit, a duration; None: lifecycle.launch_timeout
     monitoring: bool = False  # also the monitoring profile
@@ -81,7 +80,7 @@ class _Launch:
         self._ensure_images()
         self._write_and_record()
         reporter, topology = self.reporter, self.topology
-        what = (f"rehearsal: {self.request.rehearsal.summary}" if self.request.rehearsal
+        what = (f"{modes.word()}: {self.request.mode.summary}" if self.request.mode
                 else self.rendered.env["BUNDLE_IMAGE"])
         verb = "reconciling" if self.reconcile else "launching"
         reporter.print(f"{verb} {topology.name} as compose project [bold]{self.project}[/] ({what})")
@@ -95,18 +94,18 @@ class _Launch:
 
     def _check_before_docker(self, dep: Deployment | None) -> None:
         """1. Everything that can be checked before touching Docker: a bad config stops here (its schema
-        at load; the rules after the collectives decision, which render needs). The rehearsal image's
-        tag and the engine's model folder are hashes of their inputs: known before anything is built."""
+        at load; the rules after the collectives decision, which render needs). A mode's image tag and
+        model folder are hashes of their inputs: known before anything is built."""
         request, reporter = self.request, self.reporter
         dep = dep or load(request.config)
         self.decision = _decide_collectives(dep, request, reporter)
-        prepared = prepare(request.topology, dep=dep, require_model=not request.rehearsal,
-                           rehearsal=request.rehearsal, sim=request.sim, collectives=self.decision,
+        prepared = prepare(request.topology, dep=dep, require_model=request.mode is None,
+                           mode=request.mode, sim=request.sim, collectives=self.decision,
                            monitoring=request.monitoring)
         self.dep, self.topology, self.rendered = prepared.dep, prepared.topology, prepared.rendered
         for warning in prepared.findings.warnings:
             reporter.print(f"[yellow]warning:[/] {warning}")
-        if not request.rehearsal:
+        if not request.mode:
             _check_model_against_lock(self.dep)
         self.timeout = parse_duration(request.timeout or self.dep.lifecycle.launch_timeout, what="--timeout")
 
@@ -130,14 +129,14 @@ class _Launch:
                                          hint="stop that process or choose another network.front_port")
 
     def _ensure_images(self) -> None:
-        """The rehearsal's artifacts built if their inputs changed; a real launch's image already here
+        """A mode's artifacts built if their inputs changed; a GPU launch's image already here
         (a launch never builds it: that is `make image` or `bundle pull`); Prometheus's if monitored."""
         from bundle.stack import engine
 
         request, reporter, rendered = self.request, self.reporter, self.rendered
-        if request.rehearsal:
-            reporter.print(f"rehearsal ({request.rehearsal.name}): building the image if its inputs changed ...")
-            modes.ensure_artifacts(request.rehearsal, report=plain(reporter))
+        if request.mode:
+            reporter.print(f"{modes.word()} ({request.mode.name}): building the image if its inputs changed ...")
+            request.mode.ensure_artifacts(report=plain(reporter))
         elif not engine.image_exists(rendered.env["BUNDLE_IMAGE"]):
             raise NotFound(f"image {rendered.env['BUNDLE_IMAGE']} is not on this host",
                            hint="`make image` to build it, or `bundle pull` to fetch the published one")
@@ -166,7 +165,7 @@ class _Launch:
         self.run_dir = runstate.new_run_dir(project, "launch")
         _record_collectives(self.decision, project, self.run_dir)
         self.stack = stack = docker.stack_of(rendered)
-        record = runstate.LaunchRecord.of(rendered, rehearsal=name_of(request.rehearsal),
+        record = runstate.LaunchRecord.of(rendered, mode=modes.record_value(request.mode),
                                           config=self.dep.source.name, run_dir=self.run_dir, target=request.target)
         # What `down` may count as its own: the volumes this launch's `compose up` makes (a reconcile
         # keeps the first launch's list, plus any its new options add).
@@ -306,7 +305,7 @@ def _decide_collectives(dep, request: LaunchRequest, reporter: Reporter):
     project = dep.project_name(topology.name)
     groups = {role.name: tuple(role.gpus) for role in dep.roles(topology)}
     decision = None
-    if dep.levers.pcie_safe_collectives == "auto" and not request.rehearsal:
+    if dep.levers.pcie_safe_collectives == "auto" and not request.mode:
         saved = runstate.project_dir(project) / COLLECTIVES_NAME
         try:
             up = bool(docker.project_containers(project))
@@ -324,7 +323,7 @@ def _decide_collectives(dep, request: LaunchRequest, reporter: Reporter):
             reporter.print("deciding PCIe-safe collectives for this host (NCCL all-reduce, P2P on and off) ...")
             decision = p2p_decision.decide_for_host(dep.levers, groups, image=image)
     decision = decision or p2p_decision.decide_for_host(dep.levers, groups, image=None,
-                                                         rehearsal=request.rehearsal is not None)
+                                                         no_gpu=request.mode is not None)
     setting = ("PCIe-safe (NCCL_P2P_DISABLE=1, --disable-custom-all-reduce)" if decision.pcie_safe
                else "P2P and custom all-reduce (SGLang's default)")
     reporter.print(f"collectives: {setting}; {decision.source}: {decision.reason}", markup=False)

@@ -2,7 +2,7 @@
 and by the launches that submit what they render (a target wing's launcher): the compose render and its rules
 (service.prepare), the target's own rules on the settings only it reads, its render, and its problems()
 on what was rendered (schemas, parsers). render_target() writes nothing: the caller writes the output where
-it goes (a folder, the rehearsal cluster's shared file system).
+it goes (a folder, a container cluster's shared file system).
 
 `bundle render` is two steps of this service, its warnings printed between them (before anything is
 written): compose's render written and resolved by compose itself (resolve_compose), or a target's render
@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundle import modes
 from bundle.api import Renderer, Target, TargetRules
 from bundle.config.model import Deployment
 from bundle.errors import ConfigError, Failed, UsageError
@@ -29,16 +30,17 @@ class RenderRequest:
     topology: str  # a registry name
     target: Target
     config: str | None = None  # bundle.yaml's path; None: $BUNDLE_CONFIG, ./bundle.yaml or the defaults
-    rehearsal: Mode | None = None  # a rehearsal mode, for a target that takes one
+    mode: Mode | None = None  # a way to run with no GPU, for a target that takes one
     output: str | None = None  # -o DIR: where a target that writes a folder writes it
     dry_run: bool = False  # also the target's outside check of the written folder (Target.dry_run)
 
     def refusals(self) -> None:
         """A usage error for what this target cannot do, before anything is rendered."""
         target = self.target
-        if self.rehearsal and not target.rehearsal:
-            raise UsageError(f"--rehearsal is a compose overlay; the {target.name} render has none",
-                             hint=f"leave out --rehearsal with --target {target.name}")
+        if self.mode and not target.takes_mode:
+            flag = modes.flag()
+            raise UsageError(f"{flag} is a compose overlay; the {target.name} render has none",
+                             hint=f"leave out {flag} with --target {target.name}")
         if self.dry_run and not target.dry_run:
             raise UsageError(f"--kubectl-dry-run runs an outside tool on written manifests; the {target.name} "
                              f"render offers no such check", hint="leave out --kubectl-dry-run, or render with a "
@@ -52,14 +54,14 @@ class RenderRequest:
 def render_compose(request: RenderRequest) -> Prepared:
     """The compose render and its rules (nothing written: resolve_compose() writes the env file)."""
     request.refusals()
-    return prepare(request.topology, config=request.config, rehearsal=request.rehearsal)
+    return prepare(request.topology, config=request.config, mode=request.mode)
 
 
 def render_for(request: RenderRequest) -> TargetRender:
     """A folder target's output (nothing written: write_folder() writes it)."""
     request.refusals()
     return render_target(request.target.renderer, request.target.rules, request.topology, config=request.config,
-                         rehearsal=request.rehearsal if request.target.rehearsal else None)
+                         mode=request.mode if request.target.takes_mode else None)
 
 
 def write_requested(request: RenderRequest, made: TargetRender) -> FolderWritten:
@@ -80,18 +82,18 @@ class TargetRender:
 
 
 def render_target(renderer: Renderer, rules: TargetRules | None, topology: str, *, config: str | None = None,
-                  dep: Deployment | None = None, rehearsal: Mode | None = None,
+                  dep: Deployment | None = None, mode: Mode | None = None,
                   sim: Mapping[str, str] | None = None) -> TargetRender:
-    """A target's output from the compose render of `topology` (with a rehearsal mode: the rehearsal's
-    variant, for a renderer that takes one); raises one ConfigError listing every problem."""
-    prepared = prepare(topology, config=config, dep=dep, rehearsal=rehearsal, sim=sim)
+    """A target's output from the compose render of `topology` (with a Mode: its variant with no GPU, for a
+    renderer that takes one); raises one ConfigError listing every problem."""
+    prepared = prepare(topology, config=config, dep=dep, mode=mode, sim=sim)
     dep = prepared.dep
     target_warnings: tuple[str, ...] = ()
     if rules is not None:
         found = rules.check(dep, prepared.topology)
         found.raise_if_errors(dep.source.name)
         target_warnings = tuple(found.warnings)
-    output = (renderer.for_target(dep, prepared.rendered, rehearsal=rehearsal) if rehearsal is not None
+    output = (renderer.for_target(dep, prepared.rendered, mode=mode) if mode is not None
               else renderer.for_target(dep, prepared.rendered))
     problems = rules.problems(output) if rules is not None else []
     if problems:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bundle import paths
+from bundle import modes, paths
 from bundle.errors import InputError
 from bundle.verify import cost_model, limits, verdict
 from bundle.verify.limits import LEVER_DRAFTS
@@ -63,7 +63,7 @@ class Scored:
         r = self.request
         metrics = {"mean_tpot_ms": round(self.tpot_ms, 3), "accept_length": r.accept_length,
                    "output_throughput": r.output_tok_s or round(1000.0 * r.concurrency / self.tpot_ms, 2)}
-        return {"kind": "score", "topology": layout_name(r), "label": r.label, "rehearsal": None,
+        return {"kind": "score", "topology": layout_name(r), "label": r.label, modes.record_key(): None,
                 "config": {"input_len": r.input_len, "output_len": r.output_len},
                 "limits": self.described, "levels": [{"concurrency": r.concurrency, "status": "ok",
                                                       "failed_requests": None, "metrics": metrics,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundle import modes
 from bundle import topology as registry
 from bundle.config.model import Deployment
 from bundle.durations import parse_duration
@@ -26,7 +27,7 @@ from bundle.service.running import Launched
 class Smoked:
     result: SmokeReport
     front: FrontDoor
-    identity: dict  # project, rehearsal, model, lock hash, image, max_tokens: what answered
+    identity: dict  # project, no-GPU mode, model, lock hash, image, max_tokens: what answered
 
     @property
     def reasons(self) -> str:
@@ -49,7 +50,7 @@ def run_smoke(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
     result = smoke(front, topology=topology.name, checks=dep.smoke.checks, max_tokens=dep.smoke.max_tokens,
                    request_timeout=parse_duration(dep.smoke.request_timeout, what="smoke.request_timeout"),
                    workers=workers)
-    identity = {"project": record.project, "rehearsal": record.rehearsal, "model": front.model,
+    identity = {"project": record.project, modes.record_key(): record.mode, "model": front.model,
                 "lock_hash": record.env.get("BUNDLE_LOCK_HASH"), "image": record.env.get("BUNDLE_IMAGE"),
                 "max_tokens": dep.smoke.max_tokens}
     return Smoked(result, front, identity)

@@ -14,7 +14,7 @@ import requests
 
 from bundle.config.source import DEFAULTS_NAME
 from bundle.errors import BundleError
-from bundle.rehearsal import registry as rehearsal
+from bundle import modes
 from bundle.service.running import Launched
 from bundle.stack.docker import ContainerState
 from bundle.stack.engine import container_processes
@@ -77,7 +77,7 @@ class Standing:
 class Status:
     topology: str
     project: str
-    rehearsal: str | None
+    mode: str | None  # the no-GPU mode's name, None on GPUs
     containers: list[ContainerStatus]
     front_door: FrontDoorState
     target_name: str | None = None  # a target that adds to the status: its name, the key of what it adds
@@ -86,7 +86,7 @@ class Status:
 
     def to_dict(self) -> dict:
         """What `bundle status --json` prints for it."""
-        out = {"topology": self.topology, "project": self.project, "rehearsal": self.rehearsal,
+        out = {"topology": self.topology, "project": self.project, modes.record_key(): self.mode,
                "containers": [asdict(c) for c in self.containers], "front_door": self.front_door.to_dict()}
         if self.standing is not None:
             out["standing"] = asdict(self.standing)
@@ -155,9 +155,9 @@ def relaunch_command(target: Launched, default_target: str | None = None) -> str
     if record is not None:
         if record.config and record.config != DEFAULTS_NAME:
             words += ["-c", record.config]
-        mode = rehearsal.name_of(rehearsal.from_record(record.rehearsal))
+        mode = modes.record_value(modes.from_record(record.mode))
         if mode:
-            words += ["--rehearsal", mode]
+            words += [modes.flag(), mode]
         if record.target and record.target != default_target:
             words += ["--target", record.target]
         if "monitoring" in (record.profiles or []):
@@ -208,9 +208,9 @@ def status(request: StatusRequest) -> Status:
         processes = request.processes(s.name) if s.state in ("running", "paused") else []
         containers.append(ContainerStatus(s.service, s.name, s.state, s.health, s.restart_count, s.exit_code,
                                           s.ports, problem, processes))
-    mode = rehearsal.from_record(record.rehearsal if record else None)
+    mode = modes.from_record(record.mode if record else None)
     adds = record is not None and request.target_status is not None
     view = request.target_status(target.project) if adds else None  # the target's own view (Target.status)
     where = standing(containers, door, relaunch_command(target, request.default_target)) if containers else None
-    return Status(target.topology.name, target.project, rehearsal.name_of(mode), containers, door,
+    return Status(target.topology.name, target.project, modes.record_value(mode), containers, door,
                   request.target_name if adds else None, view, where)

@@ -12,7 +12,7 @@ SERVER_MILESTONES = [
     ("CUDA graphs captured", re.compile(r"Capture (cuda|CUDA) graph end")),
     # SGLang 0.5.23's own warm-up lines (entrypoints/http_server.py, warmup.py). Not a bare "warmup": the
     # server-arguments dump printed at start holds `skip_server_warmup=False`, and matching it put every
-    # start at "warming up" before its weights loaded (seen on the engine rehearsal).
+    # start at "warming up" before its weights loaded (seen on the CPU engine, with no GPU).
     ("warming up", re.compile(r"(Start of|Begin) (pd disaggregation |prefill )?warm ?up|Running warmup")),
     ("serving", re.compile(r"The server is fired up and ready to roll")),
 ]

@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from bundle import paths
+from bundle import modes, paths
 from bundle.errors import InputError
 
 RECORD_NAME = "launch.json"
@@ -21,7 +21,9 @@ class LaunchRecord:
     topology: str
     compose_files: list[str]
     env_file: str
-    rehearsal: str | None  # the rehearsal mode's name (rehearsal/registry.py), None on GPUs; True: an older driver's sim
+    # The no-GPU mode's name (bundle.modes), None on GPUs; True: an older driver's simulator. On disk under
+    # modes.record_key(), which older records use too.
+    mode: str | None
     config: str  # the config file used, or "<embedded defaults>"
     started_at: float
     run_dir: str  # this launch's own folder (logs, attestation)
@@ -33,10 +35,10 @@ class LaunchRecord:
     created_volumes: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, rendered, *, rehearsal: str | None, config: str, run_dir: Path, target: str = "compose") -> LaunchRecord:
+    def of(cls, rendered, *, mode: str | None, config: str, run_dir: Path, target: str = "compose") -> LaunchRecord:
         return cls(project=rendered.project, topology=rendered.topology.name,
                    compose_files=[str(f) for f in rendered.compose_files], env_file=str(rendered.env_file),
-                   rehearsal=rehearsal, config=config, started_at=time.time(), run_dir=str(run_dir),
+                   mode=mode, config=config, started_at=time.time(), run_dir=str(run_dir),
                    profiles=list(rendered.profiles), env=dict(rendered.env), target=target)
 
 
@@ -61,7 +63,8 @@ def new_run_dir(project: str, verb: str) -> Path:
 def save(record: LaunchRecord) -> Path:
     path = project_dir(record.project) / RECORD_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(asdict(record), indent=2) + "\n")
+    data = {modes.record_key() if k == "mode" else k: v for k, v in asdict(record).items()}
+    path.write_text(json.dumps(data, indent=2) + "\n")
     return path
 
 
@@ -76,6 +79,8 @@ def load(project: str) -> LaunchRecord:
 def _read(path: Path) -> LaunchRecord:
     try:
         data = json.loads(path.read_text())
+        if isinstance(data, dict):
+            data = {"mode" if k == modes.record_key() else k: v for k, v in data.items()}
         known = {f.name for f in fields(LaunchRecord)}
         return LaunchRecord(**{k: v for k, v in data.items() if k in known})
     except (ValueError, TypeError) as exc:

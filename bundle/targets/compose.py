@@ -26,5 +26,5 @@ def _stack(record: LaunchRecord) -> docker.Stack:
 
 
 TARGET = Target("compose", "the env file, and the configuration exactly as docker compose resolves it",
-                renderer=compose, stack=_stack, writes_folder=False, rehearsal=True, launcher=launch,
+                renderer=compose, stack=_stack, writes_folder=False, takes_mode=True, launcher=launch,
                 launch_help="this host")

@@ -5,7 +5,7 @@ it to the config loader (bundle/config/loader.py: install_sections), which adds 
 schema and defaults when it loads a config. The config stands below the wings and names none.
 
 Removing a wing = its folder, its line in bundle/targets/registry.py and its line here (tests/test_wings.py).
-The rehearsal modes, `bundle tune` and `bundle upgrade` have no section of bundle.yaml (their settings are
+The no-GPU modes (bundle.modes), `bundle tune` and `bundle upgrade` have no section of bundle.yaml (their settings are
 flags and their own files: bundle/tune/space.schema.json), so nothing of theirs is listed.
 """
 

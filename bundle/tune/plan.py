@@ -22,8 +22,8 @@ from bundle.stack import runstate
 from bundle.tune import results
 from bundle.tune.space import GRAPH_FLAG, Candidate, Space, candidates as space_candidates
 from bundle.verify import runstore
+from bundle import modes
 from bundle.api import Mode
-from bundle.rehearsal.registry import name_of
 
 # How disruptive a change is, least first: what a restart with it costs beyond the restart itself.
 # Collectives only change NCCL's environment; a graph cap only re-captures graphs; speculative
@@ -34,7 +34,7 @@ DISRUPTION = {"pcie_safe_collectives": 1, "cuda_graph_max_bs": 2, "speculative":
 OTHER_DISRUPTION = 6  # any other key of bundle.yaml
 
 # Assumed phase durations (s) when runs/ has none recorded: a GPU host loads 150 GB of weights and
-# captures graphs (minutes; the original deployment's cold start), a rehearsal's simulator seconds.
+# captures graphs (minutes; the original deployment's cold start), a run with no GPU seconds.
 ASSUMED = {True: {"launch": 40.0, "smoke": 15.0, "down": 15.0, "level": 30.0},
            False: {"launch": 900.0, "smoke": 60.0, "down": 30.0, "level": 180.0}}
 
@@ -123,10 +123,10 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def estimate(project: str, *, rehearsal: bool, levels: int, method: dict) -> Estimate:
+def estimate(project: str, *, no_gpu: bool, levels: int, method: dict) -> Estimate:
     """Per-candidate phase durations: this project's earlier tune results first, then its launch
     records (ready.json) and bench history with the same method; assumed values for the rest."""
-    assumed = ASSUMED[bool(rehearsal)]  # `rehearsal` may be a mode ("sim"): any rehearsal
+    assumed = ASSUMED[bool(no_gpu)]  # `no_gpu` may be a Mode: any of them
     done = [r for r in runstore.read_jsonl(results.results_path(project)) if r.get("status") == "ok"]
     seconds = {phase: _median([(r.get("seconds") or {}).get(phase) for r in done])
                for phase in ("launch", "smoke", "bench", "down")}
@@ -155,7 +155,7 @@ def estimate(project: str, *, rehearsal: bool, levels: int, method: dict) -> Est
             "bench": assumed["level"] * levels}
     assumed_phases = [p for p, v in seconds.items() if v is None]
     if assumed_phases:
-        sources.append(f"assumed ({'rehearsal' if rehearsal else 'GPU host'}) for {', '.join(assumed_phases)}")
+        sources.append(f"assumed ({modes.word() if no_gpu else 'GPU host'}) for {', '.join(assumed_phases)}")
     final = {p: (v if v is not None else fill[p]) for p, v in seconds.items()}
     return Estimate(final["launch"], final["smoke"], final["bench"], final["down"], "; ".join(sources))
 
@@ -209,21 +209,21 @@ def kernel_problem(rendered, libs: dict[str, bool]) -> str | None:
     return None
 
 
-def p2p_problem(dep: Deployment, project: str, *, rehearsal: bool, config_value="auto") -> str | None:
+def p2p_problem(dep: Deployment, project: str, *, no_gpu: bool, config_value="auto") -> str | None:
     """P2P collectives forced on where this host's probe said they are unsafe, or never probed; or a
     forced value that is what the config's `auto` already decides here (the same run twice)."""
     value = dep.levers.pcie_safe_collectives
     saved = runstate.project_dir(project) / "collectives.json"
     if config_value == "auto" and value != "auto":
-        decided = True if rehearsal else None  # a rehearsal's auto is the safe setting (nothing to probe)
+        decided = True if no_gpu else None  # with no GPU, auto is the safe setting (nothing to probe)
         if decided is None and saved.is_file():
             data = json.loads(saved.read_text())
             decided = data.get("pcie_safe") if data.get("source") == "probe" else None
         if decided is value:
-            why = "a rehearsal: the safe setting" if rehearsal else "this host's probe"
+            why = f"a {modes.word()}: the safe setting" if no_gpu else "this host's probe"
             return (f"levers.pcie_safe_collectives: auto already decides {str(value).lower()} here "
                     f"({why}): the same as the config")
-    if value is not False or rehearsal:
+    if value is not False or no_gpu:
         return None
     if not saved.is_file():
         return ("P2P collectives need this host's probe first: launch once with "
@@ -252,10 +252,10 @@ def candidate_deployment(user: Source, base: dict, cand: Candidate) -> Deploymen
     return build(user, deep_merge(copy.deepcopy(base), cand.overrides))
 
 
-def make_plan(space: Space, user: Source, *, topology: str, rehearsal: Mode | None, sim: dict,
+def make_plan(space: Space, user: Source, *, topology: str, mode: Mode | None, sim: dict,
               budget_s: float | None, lock_hash: str, extra_env: dict | None = None) -> Plan:
-    """Every candidate through the one path every command takes (service.prepare: the rehearsal's env
-    from `rehearsal` and its knobs `sim`, `extra_env` over it), ordered, estimated, skipped with reasons."""
+    """Every candidate through the one path every command takes (service.prepare: the env of `mode` (None
+    on a GPU host) and its knobs `sim`, `extra_env` over it), ordered, estimated, skipped with reasons."""
     base = merged_config(user, space)
     project = f"{base['project']}-{topology}"
     cands = order(space_candidates(space, base, topology))
@@ -271,28 +271,28 @@ def make_plan(space: Space, user: Source, *, topology: str, rehearsal: Mode | No
         notes.append(note)
     # The config itself must be sound: its problems are the user's to fix (ConfigError, exit 3), not
     # a reason to skip every candidate.
-    prepare(topology, dep=build(user, copy.deepcopy(base)), rehearsal=rehearsal, sim=sim, extra_env=extra_env,
-            require_model=not rehearsal)
+    prepare(topology, dep=build(user, copy.deepcopy(base)), mode=mode, sim=sim, extra_env=extra_env,
+            require_model=mode is None)
     items = []
     for cand in cands:
         cand.key = results.resume_key(topology=topology, overrides=cand.overrides, config=base,
-                                      bench=base["bench"], rehearsal=name_of(rehearsal), sim=sim,
+                                      bench=base["bench"], mode=modes.record_value(mode), sim=sim,
                                       lock_hash=lock_hash)
         try:
             dep = candidate_deployment(user, base, cand)
-            prepared = prepare(topology, dep=dep, rehearsal=rehearsal, sim=sim, extra_env=extra_env,
-                               require_model=not rehearsal)
+            prepared = prepare(topology, dep=dep, mode=mode, sim=sim, extra_env=extra_env,
+                               require_model=mode is None)
         except ConfigError as exc:
             cand.skip = "rejected before launch: " + "; ".join(exc.problems)
             items.append(Planned(cand, None))
             continue
-        cand.skip = p2p_problem(dep, project, rehearsal=rehearsal,
+        cand.skip = p2p_problem(dep, project, no_gpu=mode is not None,
                                 config_value=base["levers"]["pcie_safe_collectives"])
         if cand.skip is None and libs is not None:
             cand.skip = kernel_problem(prepared.rendered, libs)
         items.append(Planned(cand, dep, previous=done.get(cand.key)))
     method = {k: base["bench"][k] for k in ("input_len", "output_len", "concurrency", "prompts_per_concurrency")}
-    est = estimate(project, rehearsal=rehearsal, levels=len(base["bench"]["concurrency"]), method=method)
+    est = estimate(project, no_gpu=mode is not None, levels=len(base["bench"]["concurrency"]), method=method)
     plan = Plan(topology, project, base, items, est, notes, budget_s)
     running = 0.0
     for item in items:

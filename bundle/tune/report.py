@@ -1,6 +1,7 @@
 """A sweep's output: the ranked table (rich), a PNG of throughput against latency for every
 candidate, and bundle.tuned.yaml (the config with the winner's overrides, and a comment giving the
-evidence). A rehearsal says so in the table's title, the plot's title and the file's comment."""
+evidence). A sweep with no GPU (a Mode) says so in the table's title, the plot's title and the file's comment,
+in its mode's words (Mode.notes["tune"])."""
 
 from __future__ import annotations
 
@@ -13,13 +14,18 @@ import yaml
 from rich.markup import escape
 from rich.table import Table
 
+from bundle.api import Mode
 from bundle.config.loader import deep_merge
 from bundle.config.source import Source
 from bundle.tune import results
 from bundle.verify import metrics as metric_names
 from bundle.tune.space import Objective
 
-REHEARSAL_NOTE = "REHEARSAL: simulated workers, SIMULATED speeds (SIM_* knobs), not a GPU measurement"
+
+
+def _note(mode: Mode | None) -> str:
+    """What the sweep's mode says of its speeds ("" on a GPU host)."""
+    return mode.notes.get("tune", "") if mode else ""
 
 
 def _fmt(value, digits: int = 2) -> str:
@@ -30,8 +36,8 @@ def _metric(record: dict, level: dict | None, key: str):
     return ((level or {}).get("metrics") or {}).get(key)
 
 
-def ranked_table(ranked: list[dict], objective: Objective, *, rehearsal: bool, reference: dict | None) -> Table:
-    title = f"bundle tune: {objective.describe()}" + (f" ({REHEARSAL_NOTE})" if rehearsal else "")
+def ranked_table(ranked: list[dict], objective: Objective, *, mode: Mode | None, reference: dict | None) -> Table:
+    title = f"bundle tune: {objective.describe()}" + (f" ({_note(mode)})" if _note(mode) else "")
     table = Table(title=title, title_justify="left")
     for column, justify in (("#", "right"), ("candidate", "left"), ("changes", "left"), ("status", "left"),
                             ("score", "right"), ("vs defaults", "right"), ("at", "right"), ("out tok/s", "right"),
@@ -62,7 +68,7 @@ def ranked_table(ranked: list[dict], objective: Objective, *, rehearsal: bool, r
     return table
 
 
-def plot(ranked: list[dict], path: Path, *, rehearsal: bool, topology: str, objective: Objective) -> Path | None:
+def plot(ranked: list[dict], path: Path, *, mode: Mode | None, topology: str, objective: Objective) -> Path | None:
     """Output throughput against mean TPOT, every measured level of every candidate (a line per
     candidate, a marker per level); None without matplotlib (the `plot` extra)."""
     try:
@@ -93,7 +99,7 @@ def plot(ranked: list[dict], path: Path, *, rehearsal: bool, topology: str, obje
     ax.grid(True, alpha=0.3)
     if drawn:
         ax.legend(fontsize=7)
-    head = f"{REHEARSAL_NOTE}\n" if rehearsal else ""
+    head = f"{_note(mode)}\n" if _note(mode) else ""
     ax.set_title(f"{head}bundle tune {topology}: throughput against latency, {objective.describe()}", fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,7 +109,7 @@ def plot(ranked: list[dict], path: Path, *, rehearsal: bool, topology: str, obje
 
 
 def tuned_config(user: Source | None, winner: dict, reference: dict | None, *, topology: str, objective: Objective,
-                 rehearsal: bool, sweep_dir: Path, space_name: str, project: str) -> str:
+                 mode: Mode | None, sweep_dir: Path, space_name: str, project: str) -> str:
     """The text of bundle.tuned.yaml: the user's file (so it stands in for -c FILE: same project,
     network, model) with the winner's overrides merged in; a comment names the overrides and their
     evidence. With no user file it holds the overrides alone."""
@@ -127,8 +133,8 @@ def tuned_config(user: Source | None, winner: dict, reference: dict | None, *, t
         lines.append(f"# Against the config as it is: {_fmt(reference['score'])} ({pct:+.1f}%), bench run "
                      f"{reference.get('bench_run_id')}; after `bundle launch {topology} -c bundle.tuned.yaml`, "
                      f"`bundle bench -c bundle.tuned.yaml --against {reference.get('bench_run_id')}` shows the gain.")
-    if rehearsal:
-        lines.append(f"# {REHEARSAL_NOTE}.")
+    if _note(mode):
+        lines.append(f"# {_note(mode)}.")
     lines.append(f"# Every candidate: {sweep_dir / 'sweep.json'}")
     return "\n".join(lines) + "\n" + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
 

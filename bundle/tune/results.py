@@ -13,6 +13,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from bundle import modes
 from bundle.stack import runstate
 from bundle.tune.space import Objective
 from bundle.verify import metrics as metric_names
@@ -30,11 +31,12 @@ def results_path(project: str) -> Path:
     return tune_dir(project) / RESULTS_NAME
 
 
-def resume_key(*, topology: str, overrides: dict, config: dict, bench: dict, rehearsal: str | None,
+def resume_key(*, topology: str, overrides: dict, config: dict, bench: dict, mode: str | None,
                sim: dict, lock_hash: str) -> str:
-    """12 hex chars of sha256 over what decides a candidate's numbers."""
+    """12 hex chars of sha256 over what decides a candidate's numbers (`mode`: the no-GPU mode's name, under
+    the records' key for it, so earlier sweeps' keys still match)."""
     text = json.dumps({"topology": topology, "overrides": overrides, "config": config, "bench": bench,
-                       "rehearsal": rehearsal, "sim": sim, "lock_hash": lock_hash}, sort_keys=True, default=str)
+                       modes.record_key(): mode, "sim": sim, "lock_hash": lock_hash}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

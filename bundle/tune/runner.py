@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from bundle import modes
 from bundle.errors import BundleError, Failed, InputError, TimedOut
 from bundle.service.bench import run_bench
 from bundle.service.launch import LaunchRequest, launch
@@ -47,7 +48,7 @@ class Sweep:
     """How every candidate of a sweep is launched (from `bundle tune`'s flags)."""
 
     config: str | None  # the user's bundle.yaml, for messages; each candidate's config is its own
-    rehearsal: Mode | None  # None on a GPU host, else a tunable mode (the simulator: its speed rules rank)
+    mode: Mode | None  # None on a GPU host, else a tunable mode (the simulator: its speed rules rank)
     sim: Mapping[str, str] = field(default_factory=dict)  # the simulator's knobs
     launch_timeout: str | None = None  # each launch's readiness limit; None: lifecycle.launch_timeout
 
@@ -83,14 +84,14 @@ def run_candidate(item: Planned, plan: Plan, sweep: Sweep, reporter: Reporter) -
     topology = registry.get(plan.topology)
     line = {"key": cand.key, "name": cand.name, "origin": cand.origin, "overrides": cand.overrides,
             "changes": list(cand.changes), "topology": plan.topology, "project": plan.project,
-            "rehearsal": bool(sweep.rehearsal), "sim": dict(sweep.sim),
+            modes.record_key(): bool(sweep.mode), "sim": dict(sweep.sim),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": None, "phase": None, "reason": None,
             "seconds": {}, "levels": [], "bench_run_id": None, "launch_run_dir": None}
     phase = "launch"
     t0 = time.monotonic()
     try:
         try:
-            launch(LaunchRequest(topology=plan.topology, config=sweep.config, rehearsal=sweep.rehearsal,
+            launch(LaunchRequest(topology=plan.topology, config=sweep.config, mode=sweep.mode,
                                  sim=sweep.sim, timeout=sweep.launch_timeout), dep=dep, reporter=reporter)
         finally:
             line["seconds"]["launch"] = round(time.monotonic() - t0, 1)

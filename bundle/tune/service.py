@@ -18,7 +18,7 @@ from bundle.config.source import DEFAULTS_NAME, Source, read_yaml
 from bundle.durations import parse_duration
 from bundle.errors import EnvironmentProblem, Failed, UsageError
 from bundle.lock import load_lock
-from bundle.rehearsal import registry as rehearsal
+from bundle import modes
 from bundle.api import Mode
 from bundle.stack import docker, engine, runstate
 from bundle.tune import plan as planner
@@ -39,7 +39,7 @@ class TuneRequest:
     max_ttft_ms: float | None = None
     budget: str | None = None  # a duration; None: the space's budget, else no limit
     launch_timeout: str | None = None  # each candidate's readiness limit; None: lifecycle.launch_timeout
-    rehearsal: Mode | None = None  # None on a GPU host, else a tunable mode
+    mode: Mode | None = None  # None on a GPU host, else a tunable mode
     sim: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # the simulator's knobs
     output: str | None = None  # the winner's file; None: bundle.tuned.yaml beside the config, else here
 
@@ -72,18 +72,19 @@ class Tuned:
 
 
 def require_tunable(mode: Mode | None) -> None:
-    """A rehearsal mode whose speed ranks nothing (the CPU engine's) is refused: a usage error."""
+    """A mode whose speed ranks nothing (the CPU engine's) is refused: a usage error."""
     if mode is not None and not mode.tunable:
-        tunable = [m.name for m in rehearsal.MODES.values() if m.tunable]
-        raise UsageError(f"bundle tune rehearses on the worker simulator only (its speed rules rank the "
+        tunable = [m.name for m in modes.registry().MODES.values() if m.tunable]
+        flag = modes.flag()
+        raise UsageError(f"bundle tune runs without a GPU on the worker simulator only (its speed rules rank the "
                          f"candidates); the {mode.summary}'s speed says nothing about a GPU host",
-                         hint=f"use --rehearsal (or --rehearsal {' or '.join(tunable)})")
+                         hint=f"use {flag} (or {flag} {' or '.join(tunable)})")
 
 
 def plan_sweep(request: TuneRequest) -> TunePlan:
     """Every candidate validated and estimated; starts nothing. Raises BundleError (exit 2 or 3) for a
     mode that cannot rank candidates, a bad config, space or budget."""
-    require_tunable(request.rehearsal)
+    require_tunable(request.mode)
     config_path = find_config(request.config)
     load_config(config_path)  # the user's file on its own: its own errors, with its own lines
     user = read_yaml(config_path) if config_path else None
@@ -95,7 +96,7 @@ def plan_sweep(request: TuneRequest) -> TunePlan:
     if request.launch_timeout:
         parse_duration(request.launch_timeout, what="--launch-timeout")
     plan = planner.make_plan(space, user or Source(DEFAULTS_NAME, {}), topology=request.topology,
-                             rehearsal=request.rehearsal, sim=dict(request.sim), budget_s=budget_s,
+                             mode=request.mode, sim=dict(request.sim), budget_s=budget_s,
                              lock_hash=load_lock().hash)
     if objective.metric == "tpot" and 1 not in plan.base["bench"]["concurrency"]:
         raise UsageError(f"--objective tpot ranks by the C=1 level, but the bench method's concurrency is "
@@ -117,20 +118,20 @@ def sweep(planned: TunePlan, reporter: Reporter) -> Tuned:
     if docker.project_containers(plan.project):
         raise EnvironmentProblem(f"{plan.project} is up: bundle tune launches each candidate itself",
                                  hint=f"`bundle down {request.topology}` first (the JIT cache volume is kept)")
-    if request.rehearsal is not None:
-        rehearsal.ensure_artifacts(request.rehearsal, report=plain(reporter))
+    if request.mode is not None:
+        request.mode.ensure_artifacts(report=plain(reporter))
     started = time.monotonic()
     sweep_dir = runstate.new_run_dir(plan.project, "tune")
     interrupted = None
     try:
-        runner.run_sweep(plan, runner.Sweep(config=request.config, rehearsal=request.rehearsal,
+        runner.run_sweep(plan, runner.Sweep(config=request.config, mode=request.mode,
                                             sim=dict(request.sim), launch_timeout=request.launch_timeout),
                          reporter, started=started)
     except KeyboardInterrupt as exc:  # the candidate's stack is already down
         interrupted = exc
     ranked = results.rank(_records(plan, interrupted is not None), objective)
     reference = next((r for r in ranked if not r.get("overrides") and r.get("status") == "ok"), None)
-    png = tune_report.plot(ranked, sweep_dir / "tune.png", rehearsal=request.rehearsal,
+    png = tune_report.plot(ranked, sweep_dir / "tune.png", mode=request.mode,
                            topology=request.topology, objective=objective)
     winner = ranked[0] if ranked and ranked[0].get("score") is not None else None
     tuned_path = None
@@ -139,7 +140,7 @@ def sweep(planned: TunePlan, reporter: Reporter) -> Tuned:
             (planned.config_path.parent if planned.config_path else Path.cwd()) / "bundle.tuned.yaml")
         tuned_path.write_text(tune_report.tuned_config(
             planned.user, winner, reference, topology=request.topology, objective=objective,
-            rehearsal=request.rehearsal, sweep_dir=sweep_dir, space_name=planned.space.name, project=plan.project))
+            mode=request.mode, sweep_dir=sweep_dir, space_name=planned.space.name, project=plan.project))
     runstore.write_json(sweep_dir / "sweep.json", tune_report.sweep_record(
         plan, ranked, objective=objective, interrupted=interrupted is not None, winner=winner,
         tuned=str(tuned_path) if tuned_path else None))

@@ -79,7 +79,7 @@ def _code_files(topology: str) -> tuple[Path, ...]:
     """Where a rendered flag can come from: the topology's compose file, then the driver's code."""
     root = paths.PACKAGE_DIR.parent
     files = [root / "compose" / f"{topology}.yaml", *sorted((root / "bundle").rglob("*.py"))]
-    skip = {"upgrade", "simulator"}  # the report's own code and the rehearsal's fake server
+    skip = {"upgrade", "simulator"}  # the report's own code and the no-GPU modes' fake server
     return tuple(p for p in files if p.is_file() and not skip & set(p.relative_to(root).parts))
 
 

@@ -22,6 +22,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bundle import modes
 from bundle import topology as registry
 from bundle.config import levers
 from bundle.errors import InputError, NotFound
@@ -32,7 +33,7 @@ from bundle.stack.workers import ComposeWorkers, HttpWorkers, Workers
 from bundle.rules import checkpoint
 from bundle.rules.cmdline import option_value
 
-# A check that does not apply to what runs (the CPU engine rehearsal's small Llama) is the shared SKIP:
+# A check that does not apply to what runs (the CPU engine's small Llama) is the shared SKIP:
 # said, never passed. Attestation's table and JSON have always called it N/A.
 SHOWN = {Level.SKIP: "N/A"}
 
@@ -67,7 +68,7 @@ RECORDED = {
     "ep_size": "ep_size", "enable_dp_attention": "enable_dp_attention",
 }
 DSPARK = "DSPARK"
-# The checks of DeepSeek-V4 on sm_120 GPUs: on a CPU server (the engine rehearsal: a small Llama on
+# The checks of DeepSeek-V4 on sm_120 GPUs: on a CPU server (the CPU engine: a small Llama on
 # SGLang's CPU device) they do not apply, and attestation says so instead of passing them.
 GPU_MODEL_CHECKS = ("CUDA graphs", "KV-cache dtype", "MoE runner", "sm_120 sparse-MLA backend",
                     "speculative decoding", "PCIe-safe collectives")
@@ -98,7 +99,7 @@ class WorkerRecord:
     fields: dict = field(default_factory=dict)  # the RECORDED subset, plus cuda_graphs
     env: dict | None = None  # ENV_NAMES -> value (None: unset); None: could not be read
     env_source: str | None = None
-    simulated: bool = False  # a rehearsal's worker simulator, not SGLang
+    simulated: bool = False  # the worker simulator (no GPU), not SGLang
     error: str | None = None  # why nothing could be read
 
 
@@ -277,7 +278,7 @@ def evaluate(record: WorkerRecord, exp: Expected) -> list[ServerFinding]:
         return out
     f = record.fields
     if record.simulated:
-        add(Level.OK, "worker", "worker simulator (rehearsal): values echo its command line, no kernel ran")
+        add(Level.OK, "worker", f"worker simulator ({modes.word()}): values echo its command line, no kernel ran")
     if f.get("device") == "cpu":
         return _cpu_engine(record, exp, add)
 
@@ -353,7 +354,7 @@ def evaluate(record: WorkerRecord, exp: Expected) -> list[ServerFinding]:
 
 
 def _cpu_engine(record: WorkerRecord, exp: Expected, add) -> list[ServerFinding]:
-    """SGLang on CPU (the engine rehearsal): what the real server resolved for what applies (version,
+    """SGLang on CPU (the CPU engine, no GPU): what the real server resolved for what applies (version,
     TP size, PD role and transfer backend, the attention backend it chose), N/A for DeepSeek-V4's GPU checks."""
     f, out = record.fields, []
 
@@ -367,7 +368,7 @@ def _cpu_engine(record: WorkerRecord, exp: Expected, add) -> list[ServerFinding]
     if f.get("tp_size") != exp.tp_size:
         keep(Level.FAIL, "TP size", f"runs tp_size {f.get('tp_size')}, the launch rendered {exp.tp_size}")
     else:
-        keep(Level.OK, "TP size", f"{exp.tp_size} (CPU engine rehearsal)")
+        keep(Level.OK, "TP size", f"{exp.tp_size} (CPU engine {modes.word()})")
     keep(Level.OK, "attention backend", f"{f.get('attention_backend')} (SGLang's CPU path)")
     if exp.transfer_backend is not None:
         mode, backend = f.get("disaggregation_mode"), f.get("transfer_backend")
@@ -375,7 +376,7 @@ def _cpu_engine(record: WorkerRecord, exp: Expected, add) -> list[ServerFinding]
         keep(Level.OK if good else Level.FAIL, "PD role", f"{mode} over {backend}"
              + ("" if good else f"; expected {exp.disaggregation_mode} over {exp.transfer_backend}"))
     for what in GPU_MODEL_CHECKS:
-        keep(Level.SKIP, what, "does not apply: the CPU engine rehearsal serves a small Llama on SGLang's "
+        keep(Level.SKIP, what, f"does not apply: the CPU engine {modes.word()} serves a small Llama on SGLang's "
                                    "CPU device, not DeepSeek-V4 on sm_120")
     return out
 
@@ -491,7 +492,7 @@ def attest(dep, rendered, *, stack=None) -> Attestation:
         info_from = HttpWorkers({name: front.url for name in servers}, front.headers)
     expected = expectations(dep, topology, rendered.collectives, rendered.env.get("MODEL_HOST_PATH"))
     for role in dep.roles(topology):
-        # The TP size the launch rendered (the engine rehearsal lowers it), not only the config's.
+        # The TP size the launch rendered (the CPU engine lowers it), not only the config's.
         rendered_tp = rendered.env.get(f"{role.service.env_prefix}_TP_SIZE", "")
         if role.name in expected and rendered_tp.isdigit():
             expected[role.name].tp_size = int(rendered_tp)
@@ -512,7 +513,7 @@ PREDICTED = ("attention_backend", "page_size", "moe_runner_backend", "kv_cache_d
 def against_prediction(records: list[WorkerRecord], predicted: dict, topology: str, source: str) -> list[ServerFinding]:
     """A finding per server the audit predicted: OK when it runs what was predicted, WARN naming each
     choice that differs (the audit ran SGLang's own choices without a GPU; the server made them on one).
-    A rehearsal's simulated workers are not held to an audit of the real image."""
+    Simulated workers are not held to an audit of the real image."""
     out = []
     for record in records:
         wanted = predicted.get(f"{topology}/{record.role}")

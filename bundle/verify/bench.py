@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundle import log_lines
+from bundle import log_lines, modes
 from bundle.verify import bench_serving
 from bundle.stack import engine
 from bundle.verify import comparable, metrics, runstore
@@ -90,11 +90,12 @@ def plan(dep: Deployment, topology: Topology, env: dict[str, str], *, concurrenc
                      model=env.get("SERVED_MODEL_NAME") if topology.has_router else None)
 
 
-def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
+def provenance(env: dict[str, str], *, mode: bool) -> dict:
     """What ran the benchmark: image (id and digests), lock hash, NVIDIA driver and GPUs."""
     from bundle.doctor import nvidia_smi
 
-    image_ref = env.get("REHEARSAL_IMAGE") if rehearsal and env.get("REHEARSAL_IMAGE") else env.get("BUNDLE_IMAGE")
+    mode_image = env.get(modes.registry().IMAGE_VARIABLE) if mode else None
+    image_ref = mode_image or env.get("BUNDLE_IMAGE")
     image = {"ref": image_ref, "id": None, "repo_digests": []}
     try:
         facts = engine.image_facts(image_ref) if image_ref else None
@@ -107,7 +108,7 @@ def provenance(env: dict[str, str], *, rehearsal: bool) -> dict:
         driver = gpus[0].driver_version if gpus else None
         gpu_names = [g.name for g in gpus]
     except nvidia_smi.NvidiaSmiUnavailable as exc:
-        driver = "none (rehearsal)" if rehearsal else f"none ({exc})"
+        driver = f"none ({modes.word()})" if mode else f"none ({exc})"
         gpu_names = []
     from bundle import __version__
 
@@ -263,7 +264,7 @@ def _strip_server_info(path: Path, lines: list[dict]) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
-def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str, str], target: str = "compose",
+def run(stack, plan_: BenchPlan, *, project: str, mode: bool, env: dict[str, str], target: str = "compose",
         api_key_file: str | None, redact: Callable[[str], str],
         on_level: Callable[[Level], None] | None = None, on_line: Callable[[str], None] | None = None,
         run_dir: Path | None = None, stack_gone: Callable[[], str | None] = lambda: None,
@@ -276,9 +277,9 @@ def run(stack, plan_: BenchPlan, *, project: str, rehearsal: bool, env: dict[str
     history_path = runstate.project_dir(project) / runstore.BENCH_HISTORY
     record = {
         "kind": "bench", "run_id": run_dir.name, "label": plan_.label, "topology": plan_.topology,
-        "project": project, "rehearsal": rehearsal, "target": target,
+        "project": project, modes.record_key(): mode, "target": target,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "finished": None,
-        **provenance(env, rehearsal=rehearsal),
+        **provenance(env, mode=mode),
         "config": plan_.config | {"dataset_source": plan_.dataset_source}, "levels": [], "ok": False,
     }
     if limits is not None:
@@ -381,7 +382,7 @@ def soak_summary(observed: list[dict], *, window_s: float = SOAK_WINDOW_S) -> di
             "first_window": first, "last_window": last, "drift": drift}
 
 
-def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehearsal: bool, env: dict[str, str],
+def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, mode: bool, env: dict[str, str],
              api_key_file: str | None, redact: Callable[[str], str],
              on_round: Callable[[int, float], None] | None = None,
              stack_gone: Callable[[], str | None] = lambda: None, clock=time.time) -> tuple[dict, Path]:
@@ -394,8 +395,8 @@ def run_soak(stack, plan_: BenchPlan, *, duration_s: float, project: str, rehear
     stamp = run_dir.name.split("-soak")[0].replace("-", "")
     record = {
         "kind": "soak", "run_id": run_dir.name, "label": plan_.label, "topology": plan_.topology,
-        "project": project, "rehearsal": rehearsal, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "finished": None, **provenance(env, rehearsal=rehearsal),
+        "project": project, modes.record_key(): mode, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "finished": None, **provenance(env, mode=mode),
         "config": plan_.config | {"dataset_source": plan_.dataset_source, "soak_s": duration_s,
                                   "concurrency": [level.concurrency]},
         "rounds": [], "soak": None, "ok": False,
@@ -467,7 +468,7 @@ def _image(record: dict) -> tuple:
 
 def gate_reference(history: list[dict], record: dict, against: str | None = None) -> dict | None:
     """The earlier run to gate `record` against: `against` (a run id, or its unique start), else the
-    last run like it (comparable.py: topology, GPU or rehearsal mode, target, lengths) of the same
+    last run like it (comparable.py: topology, GPU or no-GPU mode, target, lengths) of the same
     config and image (id and lock hash) that measured something."""
     earlier = [r for r in history if r.get("kind", "bench") == "bench" and r.get("run_id") != record.get("run_id")
                and any(lv.get("metrics") for lv in r.get("levels", []))]

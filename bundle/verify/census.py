@@ -1,6 +1,6 @@
 """The census of SGLang's own DeepSeek-V4 model, and the closed form held to it.
 
-census_probe.py builds the pinned SGLang's `DeepseekV4ForCausalLM` on the meta device inside the rehearsal
+census_probe.py builds the pinned SGLang's `DeepseekV4ForCausalLM` on the meta device inside the no-GPU
 image (where SGLang's whole closure is installed) and counts what one rank holds, by weight class, for
 each rank layout; `run_in_image` runs it there and returns its JSON. `compare` sets the closed form of
 cost_model.py against a census, class by class and layout by layout: every class the census counts must

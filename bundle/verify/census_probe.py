@@ -1,7 +1,7 @@
 """The census of what one rank of the pinned SGLang's DeepSeek-V4 model holds, counted from the model itself.
 
-A standalone script (standard library, torch and SGLang only): it runs inside a container of the
-rehearsal image, where SGLang's whole closure is installed, with no bundle package and no GPU. For each
+A standalone script (standard library, torch and SGLang only): it runs inside a container of the no-GPU
+modes' image, where SGLang's whole closure is installed, with no bundle package and no GPU. For each
 rank layout asked for it builds SGLang's own `DeepseekV4ForCausalLM` (through SGLang's own ServerArgs,
 ModelConfig, quantization config and model class, as a scheduler process does) on the meta device, in
 the dtypes SGLang keeps on sm_120, and counts every parameter and buffer of one rank by weight class.

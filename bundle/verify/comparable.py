@@ -1,22 +1,27 @@
 """Which bench runs may be compared in percent: only like with like.
 
-Two runs are alike when they share the topology, the kind of run (a GPU host, or the same rehearsal
+Two runs are alike when they share the topology, the kind of run (a GPU host, or the same no-GPU
 mode: the CPU engine or the simulator), the target (compose, slurm) and the input and output lengths,
 and the method and what ran it (likeness.py: dataset, range ratio, concurrency, prompts, seed, GPUs,
 image).
 The GPU baseline (the original deployment, 256 in / 256 out, C=1) stands only beside GPU runs of
 those lengths. Anything else gets a row saying why there is no comparison, never a percentage: a
-CPU rehearsal tabled against the GPU baseline read as a regression of tens of percent."""
+CPU engine tabled against the GPU baseline read as a regression of tens of percent."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bundle import modes
 from bundle.verify import likeness
 
 # How the baseline was measured (the original deployment's bench_serving run).
 BASELINE_LENGTHS = (256, 256)
-_KIND_NAMES = {"gpu": "a GPU run", "engine": "a CPU engine rehearsal", "sim": "a simulator rehearsal"}
+_KIND_NAMES = {"gpu": "a GPU run"}  # a no-GPU mode's name for itself: its Mode.notes["kind"]
+
+
+def _mode_name(kind: str) -> str:
+    return modes.note(kind, "kind") or kind
 
 
 @dataclass(frozen=True)
@@ -29,13 +34,13 @@ class Shape:
     lengths: tuple[int | None, int | None]  # (input_len, output_len)
 
     def describe(self) -> str:
-        return (f"{_KIND_NAMES.get(self.kind, self.kind)} of {self.topology} on {self.target} at "
+        return (f"{_KIND_NAMES.get(self.kind) or _mode_name(self.kind)} of {self.topology} on {self.target} at "
                 f"{self.lengths[0]} in / {self.lengths[1]} out")
 
 
 def kind(record: dict) -> str:
-    """"gpu", "engine" or "sim" (`rehearsal: true` is a record of an older driver: the simulator)."""
-    value = record.get("rehearsal")
+    """"gpu" or a no-GPU mode's name (`true` under its key is a record of an older driver: the simulator)."""
+    value = record.get(modes.record_key())
     return "gpu" if not value else ("sim" if value is True else str(value))
 
 
@@ -62,7 +67,7 @@ def unlike_baseline(record: dict) -> str | None:
     """Why `record` cannot be compared with the GPU baseline; None when it can."""
     mine = shape(record)
     if mine.kind != "gpu":
-        return (f"this run is {_KIND_NAMES.get(mine.kind, mine.kind)}; the baseline is a GPU run at "
+        return (f"this run is {_KIND_NAMES.get(mine.kind) or _mode_name(mine.kind)}; the baseline is a GPU run at "
                 f"{BASELINE_LENGTHS[0]} in / {BASELINE_LENGTHS[1]} out")
     if mine.lengths != BASELINE_LENGTHS:
         return (f"this run used {mine.lengths[0]} in / {mine.lengths[1]} out; the baseline was measured at "

@@ -50,7 +50,7 @@ is held within 3% per class and per layout to the census of that model built for
   time. A step yields the acceptance length in tokens per request, so TPOT's floor is the step's floor
   divided by it; with the acceptance unknown the floor is a plain step's, one token per request (an
   "effective" MBU, which speculation can take past 100%).
-- On the CPU rehearsal every rank shares the host's memory bus: the bytes of all ranks are read through
+- On the CPU engine every rank shares the host's memory bus: the bytes of all ranks are read through
   one measured bandwidth (a CPU figure, not a GPU's).
 """
 
@@ -212,7 +212,7 @@ class Hardware:
     tflops: dict  # dtype -> dense TFLOPS; {} for a CPU (no MFU)
     link_gb_s: float | None
     figure: str  # "gpu" or "cpu"
-    shared_memory: bool = False  # every rank reads through one memory bus (the CPU rehearsal)
+    shared_memory: bool = False  # every rank reads through one memory bus (the CPU engine)
     power_w: float | None = None
     sources: dict = field(default_factory=dict)
     link_source: str = "hardware.json"
@@ -291,7 +291,7 @@ def _dense_dtype(config: dict) -> str:
 
 def model_shape(config: dict, dtypes: dict[str, str] | None = None, *, fp8_wo_a: bool = False) -> ModelShape:
     """The shape of a config.json: DeepSeek-V4 (SGLang's DeepSeekV4Config defaults fill what it leaves
-    out) or a dense Llama-like model (the CPU rehearsal's). `fp8_wo_a`: SGLANG_OPT_FP8_WO_A_GEMM set."""
+    out) or a dense Llama-like model (the CPU engine's). `fp8_wo_a`: SGLANG_OPT_FP8_WO_A_GEMM set."""
     if config.get("model_type") == "deepseek_v4":
         return _deepseek_v4(config, dtypes or {}, fp8_wo_a=fp8_wo_a)
     return _dense(config)

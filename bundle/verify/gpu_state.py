@@ -47,7 +47,7 @@ def parse(text: str, gpus: tuple[int, ...] | None = None) -> dict:
 
 
 def read(gpus: tuple[int, ...] | None = None) -> dict:
-    """The state now; {} where nvidia-smi is not there (a rehearsal) or cannot answer."""
+    """The state now; {} where nvidia-smi is not there (a run with no GPU) or cannot answer."""
     try:
         return parse(nvidia_smi.query_fields(FIELDS), gpus)
     except nvidia_smi.NvidiaSmiUnavailable:

@@ -1,9 +1,9 @@
-"""The host's memory bandwidth, from a short copy probe: the CPU rehearsal's stand-in for a GPU's peak.
+"""The host's memory bandwidth, from a short copy probe: the CPU engine's stand-in for a GPU's peak.
 
 A buffer larger than the caches is copied a few times into a second one whose pages are already mapped
 (slice assignment is one memmove; a fresh destination would time page faults instead); a copy reads
 and writes every byte, so the bandwidth counted is 2 x size / time, the best of the rounds. It is a
-floor-of-the-peak figure (one thread, no streaming stores), which makes the CPU rehearsal's MBU read
+floor-of-the-peak figure (one thread, no streaming stores), which makes the CPU engine's MBU read
 higher than a tuned STREAM figure would: it is marked as a CPU figure wherever it shows. About 50 ms.
 """
 

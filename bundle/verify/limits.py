@@ -2,7 +2,7 @@
 (verdict.py) on how far the level was from it. One `Limits` is made per run, before the first level
 (it reads the model's config.json, the launch's attestation (the decode servers' TP, EP and DP attention,
 kernel paths, CUDA graphs), collectives.json (the P2P decision, and doctor's small-message latency where
-its probe wrote one: collective_latency.from_collectives) and nvidia-smi, and on a CPU rehearsal probes the
+its probe wrote one: collective_latency.from_collectives) and nvidia-smi, and on the CPU engine probes the
 host's memory bandwidth); scoring a level is arithmetic (benchmarks/bench_scoring.py times it).
 `score_level(..., profile=...)` takes a profile's per-family table of the level (verdict.ProfileEvidence)
 as more evidence; `judged()` scores any run shape, as `bundle score` does for a figure measured elsewhere."""
@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bundle.rehearsal import registry as rehearsal
+from bundle import modes
 from bundle.verify import collective_latency, cost_model, gpu_state, host_bandwidth, verdict
 from bundle.verify import metrics as metric_names
 from bundle.verify.collective_latency import CollectiveLatency
@@ -185,9 +185,9 @@ def build(*, kind: str, model_folder: str | None, gpu_names: list[str], tp: int,
     def none(why: str) -> Limits:
         return Limits(None, None, tp, servers, drafts, evidence, why, ep=ep, dp_attention=dp_attention)
 
-    mode = rehearsal.MODES.get(kind)
+    mode = modes.registry().MODES.get(kind)
     if mode is not None and not mode.hardware_bound:
-        return none(f"a {mode.name} rehearsal ({mode.description}): its speed is the mode's own settings, not a "
+        return none(f"a {mode.name} {modes.word()} ({mode.description}): its speed is the mode's own settings, not a "
                     f"limit of any hardware")
     if not model_folder or not (Path(model_folder) / "config.json").is_file():
         return none(f"no config.json in the model folder ({model_folder or 'not set'})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bundle import modes
 from bundle.verify import comparable, metrics, tables
 
 
@@ -51,8 +52,7 @@ def plot_bench(record: dict, path: Path, *, baseline: dict | None = None,
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-    simulated = {"engine": f"{tables.ENGINE_REHEARSAL} (real SGLang on CPU, not a GPU measurement): ",
-                 "sim": "REHEARSAL (simulated workers, not a GPU measurement): "}.get(tables.rehearsal_kind(record), "")
+    simulated = modes.note(tables.mode_kind(record), "plot")
     fig.suptitle(f"{simulated}bench {record['topology']}: {record['config']['input_len']} in / "
                  f"{record['config']['output_len']} out, {record.get('started', '')}", fontsize=9)
     fig.tight_layout()

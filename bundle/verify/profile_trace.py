@@ -9,7 +9,7 @@ on to the end of the sampler call that follows it, when the trace has the Python
 (SGLang's default `with_stack`). A GPU kernel belongs to the step whose window holds the CPU call that
 launched it (the trace links them by `correlation`), so kernels replayed from a CUDA graph count too;
 its family is read from its name and the Python frames around that launch. Where the trace has no GPU
-kernels (the CPU engine rehearsal: torch's profiler with CPU activities only) the CPU ops are the work,
+kernels (the CPU engine: torch's profiler with CPU activities only) the CPU ops are the work,
 each counted by its self time (its duration less the ops inside it), and the table says so.
 
 A step's idle time is its span less the union of its kernels' intervals: launch gaps, host work, the

@@ -58,6 +58,6 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def previous_bench(history: list[dict], record: dict) -> dict | None:
-    """The latest earlier run like `record` (topology, GPU or rehearsal mode, target, lengths) that
+    """The latest earlier run like `record` (topology, GPU or no-GPU mode, target, lengths) that
     measured at least one level: the only kind a percentage may be taken against."""
     return comparable.latest_alike(history, record)

@@ -8,7 +8,7 @@ first batch of each stage, stops it after `num_steps` batches of that stage, and
 profiler_manager.py), so a decode server's trace holds decode steps only and a disaggregated prefill
 server's its prefills. A server that saw fewer batches than that gets `POST /stop_profile`, which
 writes what it has. Activities follow the server's own device (`/server_info`'s `device`): CPU and GPU
-on a GPU host, CPU alone where the server runs on CPU (the engine rehearsal).
+on a GPU host, CPU alone where the server runs on CPU (the CPU engine).
 
 The traces travel through the stack's `exec` (base64 on stdout), the one door every target's stack
 view has; nothing is mounted into the servers for it.

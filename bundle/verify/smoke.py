@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 import requests
 
+from bundle import modes
 from bundle import topology as registry
 from bundle.stack.frontdoor import FrontDoor
 from bundle.stack.workers import Workers, parse_prometheus, sample_total
@@ -33,7 +34,7 @@ from bundle.verify import kv_path
 REQUESTS_METRIC = "sglang:num_requests_total"
 GENERATED_METRIC = "sglang:generation_tokens_total"
 # The KV transfer in SGLang's own records (read off the real server, SGLang 0.5.23, in the CPU engine
-# rehearsal): decode observes the request stage "decode_transferred" once a request's KV cache has
+# CPU engine): decode observes the request stage "decode_transferred" once a request's KV cache has
 # arrived (observability/req_time_stats.py), one observation per request; prefill, the sender, observes
 # each transfer's latency (disaggregation/prefill.py). Warm-up requests count too, so smoke compares
 # readings taken before and after its own requests.
@@ -468,8 +469,9 @@ def compare_answers(report: SmokeReport, earlier: dict | None, *, where: str = "
     report.steps.append(Step(f"same answers as {earlier.get('topology')}", not differ, detail))
 
 
-# What makes two smoke reports comparable: the same image (lock), model, length and rehearsal or not.
-COMPARABLE_KEYS = ("lock_hash", "image", "model", "max_tokens", "rehearsal")
+# What makes two smoke reports comparable: the same image (lock), model, length and no-GPU mode or none
+# (its key: modes.record_key()).
+COMPARABLE_KEYS = ("lock_hash", "image", "model", "max_tokens")
 
 
 def last_comparable_report(project_dirs, like: dict) -> tuple[dict, str] | tuple[None, None]:
@@ -486,7 +488,7 @@ def last_comparable_report(project_dirs, like: dict) -> tuple[dict, str] | tuple
             data = json.loads(Path(path).read_text())
         except (OSError, ValueError):
             continue
-        if all(k in data and data[k] == like.get(k) for k in COMPARABLE_KEYS):
+        if all(k in data and data[k] == like.get(k) for k in (*COMPARABLE_KEYS, modes.record_key())):
             return data, path
     return None, None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from bundle import modes
 from bundle.verify import comparable, metrics
 
 # (key in a level's metrics, column title, higher is better?) in the order the tables show them: the
@@ -59,20 +60,15 @@ def _level(record: dict | None, concurrency: int) -> dict | None:
     return None
 
 
-ENGINE_REHEARSAL = "CPU engine rehearsal"
-
-
-def rehearsal_kind(record: dict) -> str | None:
-    """None (a GPU run), "engine" or "sim" (True: a record of an older driver, the simulator)."""
+def mode_kind(record: dict) -> str | None:
+    """None (a GPU run), else the no-GPU mode's name (True: a record of an older driver, the simulator)."""
     value = comparable.kind(record)
     return None if value == "gpu" else value
 
 
 def bench_table(record: dict) -> Table:
     """This run's levels: every metric, requests completed/failed, and how each level ended."""
-    simulated = {"engine": f" ({ENGINE_REHEARSAL}: real SGLang on CPU, a 1 M-parameter model; not a GPU measurement)",
-                 "sim": " (REHEARSAL: simulated workers; the numbers are the simulator's settings)",
-                 }.get(rehearsal_kind(record), "")
+    simulated = modes.note(mode_kind(record), "table")
     table = Table(title=f"bench {record['topology']} ({record.get('label') or 'no label'}): "
                         f"{record['config']['input_len']} in / {record['config']['output_len']} out{simulated}",
                   title_justify="left")
@@ -161,8 +157,7 @@ def soak_table(record: dict) -> Table:
     """A soak: requests and errors, and each latency's first window against its last."""
     s = record["soak"]
     verdict = "[green]PASS[/]" if record["ok"] else "[red]FAIL[/]"
-    simulated = {"engine": f" ({ENGINE_REHEARSAL})", "sim": " (REHEARSAL: simulated workers)"}.get(
-        rehearsal_kind(record), "")
+    simulated = modes.note(mode_kind(record), "table short")
     title = (f"soak {record['topology']} at C={record['config']['concurrency'][0]} for {s['seconds']:.0f} s "
              f"({len(record['rounds'])} rounds, {s.get('traffic_s', 0):.0f} s of traffic"
              + (f" after bench_serving's {s['start_up_s']:.0f} s start" if s.get("start_up_s") else "")

@@ -16,7 +16,7 @@ Each cause carries the milliseconds per token of the gap it can explain: an esti
 where the evidence shows it (attestation's live paths and CUDA graphs, doctor's collectives, nvidia-smi's
 power cap and PCIe link, the server's speculative acceptance, a profile's per-family table), an upper
 bound where nothing checked it. Causes are ordered by that figure, largest first; a cause the evidence
-rules out is left out. A near level still names what binds its floor. On the CPU rehearsal the figure is
+rules out is left out. A near level still names what binds its floor. On the CPU engine the figure is
 the host's, and the verdict says what a 1 M-parameter model on CPU is bound by.
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bundle import modes
 from bundle.verify.collective_latency import CITED
 
 NEAR_SHARE = 0.50
@@ -60,7 +61,7 @@ class ProfileEvidence:
     """A profile's per-family table of one level: the hook through which a profile adds evidence."""
 
     families: tuple[FamilyTime, ...]
-    source: str  # where the trace came from (a file, "CPU activities" on the rehearsal)
+    source: str  # where the trace came from (a file, "CPU activities" on the CPU engine)
     steps: int = 1
 
 
@@ -161,7 +162,7 @@ def judge(level: Level, evidence: Evidence) -> Verdict:
     unknown = level.speculative and not level.accept_length
     if level.figure == "cpu":
         return Verdict(b, share, level.mbu, level.figure, (Cause(
-            "per-step overhead", "on the CPU rehearsal a tiny model's step is Python scheduling, thread "
+            "per-step overhead", f"on the CPU {modes.word()} a tiny model's step is Python scheduling, thread "
             "hand-offs and (TP > 1) collectives between processes, not memory reads: expected, not a fault", True,
             max(level.measured_ms - level.floor_ms, 0.0)),), binds)
     gap = max(level.measured_ms - level.floor_ms, 0.0)

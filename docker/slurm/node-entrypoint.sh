@@ -15,7 +15,7 @@ install -d -m 0755 /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
 # says. Nothing opens them; no process of the job sees a GPU.
 if [ "${1:-node}" = node ]; then
   for ((i = 0; i < ${REHEARSAL_GPUS:-8}; i++)); do
-    [ -e "/dev/rehearsal-gpu$i" ] || mknod -m 0600 "/dev/rehearsal-gpu$i" c 195 "$i"
+    [ -e "/dev/slurm-gpu$i" ] || mknod -m 0600 "/dev/slurm-gpu$i" c 195 "$i"
   done
 fi
 case "${1:-node}" in

@@ -66,7 +66,7 @@ def test_launch_is_ready_recorded_untouched_by_bad_config_and_down_keeps_volumes
     assert "endpoint: http://127.0.0.1:" in out and "curl -s" in out
     compose_project = f"{project}-{topology}"
     record = runstate.load(compose_project)
-    assert record.rehearsal and record.topology == topology
+    assert record.mode and record.topology == topology
     ready = json.loads((runstate.Path(record.run_dir) / "ready.json").read_text())
     assert ready["seconds"] > 0 and ready["events"]
 

@@ -14,7 +14,7 @@ import requests
 
 from bundle.cli import main
 from bundle.config.loader import load_config
-from bundle.monitoring.files import REHEARSAL_SCRAPE_INTERVAL
+from bundle.monitoring.files import FAST_SCRAPE_INTERVAL
 from bundle.monitoring.rules import Thresholds
 from bundle.rehearsal.shared import env as rehearsal_env
 from bundle.durations import parse_duration
@@ -101,18 +101,18 @@ def test_prometheus_scrapes_everything_and_a_paused_decode_fires_and_clears_its_
         finally:
             thaw(decode)
         unpaused_at = time.monotonic()
-        rehearsal = Thresholds.of(_monitoring_defaults(), rehearsal=True)
+        rehearsal = Thresholds.of(_monitoring_defaults(), fast=True)
         # What the issue asks and Prometheus' worst case with the rendered config (bundle/monitoring/
         # scrape.py): the next scrape (one interval), a timeout of half an interval, the next evaluation
         # (half an interval): the rule's `for:` plus two scrape intervals.
-        budget = parse_duration(rehearsal.down_for) + 2 * parse_duration(REHEARSAL_SCRAPE_INTERVAL)
+        budget = parse_duration(rehearsal.down_for) + 2 * parse_duration(FAST_SCRAPE_INTERVAL)
         print(f"worker-down alert firing {took:.1f} s after the pause ({sorted(fired)}); budget {budget:.0f} s "
               f"plus the {POLL} s poll")
         # Only the frozen worker is reported: its own scrape, or the router's view of it.
         assert all("decode" in who for _, who in fired), fired
         # Prometheus' clock, not this box's load, sets when a rule fires; what a loaded host can add is a
         # late evaluation: one scrape interval more (not measured here: this test is heavy).
-        assert took <= budget + POLL + parse_duration(REHEARSAL_SCRAPE_INTERVAL)
+        assert took <= budget + POLL + parse_duration(FAST_SCRAPE_INTERVAL)
 
         _wait("the worker-down alerts clear",
               lambda: not {a for a in _firing(prometheus) if a[0] in WORKER_DOWN} or None, 90)

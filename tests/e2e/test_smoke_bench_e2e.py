@@ -42,7 +42,7 @@ def check_attestation(dep, topology, record):
                        .read_text())
     assert saved["ok"] and {r["role"] for r in saved["records"]} == set(attest.expectations(dep, topology))
     # The same render the launch made (a rehearsal: the safe collectives), read from its stack.
-    result = attest.attest(dep, render_for(dep, topology, rehearsal=modes.get("sim")), stack=stack_of(record))
+    result = attest.attest(dep, render_for(dep, topology, mode=modes.get("sim")), stack=stack_of(record))
     assert result.ok, result.to_json()
     for rec in result.records:
         assert rec.simulated and rec.error is None

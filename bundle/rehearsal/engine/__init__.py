@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from bundle.api import Mode
 from bundle.rehearsal.engine import server
+from bundle.rehearsal.shared import artifacts
 
 
 def _env(tag: str, knobs: Mapping[str, str]) -> dict[str, str]:
@@ -30,6 +31,11 @@ def _ensure_model(tag: str, *, report) -> object:
 MODE = Mode("engine", "the real SGLang server on CPU",
             "the real SGLang server on CPU with a small model made here (docs/rehearsal.md)",
             overlay="rehearsal-engine-{topology}.yaml", env=_env,
+            image_tag=artifacts.image_tag, ensure_image=artifacts.ensure_image,
             server_args=server.server_arg_overrides, ensure_model=_ensure_model,
             # The CPU engine's speed says nothing about a GPU host's levers.
-            tunable=False)
+            tunable=False,
+            notes={"kind": "a CPU engine rehearsal",
+                   "table": " (CPU engine rehearsal: real SGLang on CPU, a 1 M-parameter model; not a GPU measurement)",
+                   "table short": " (CPU engine rehearsal)",
+                   "plot": "CPU engine rehearsal (real SGLang on CPU, not a GPU measurement): "})

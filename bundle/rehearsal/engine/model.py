@@ -5,7 +5,7 @@ the simulator's tokenizer folder it starts from, and the image (its torch and tr
 in the Docker engine as the image sglang-bundle/rehearsal-model:<the same hash>, from which another
 checkout copies it instead of training again.
 
-Its config.json carries REHEARSAL_ONLY_KEY; launch and doctor refuse such a folder outside a rehearsal,
+Its config.json carries registry.MODEL_MARKER; launch and doctor refuse such a folder outside a rehearsal,
 so it never reaches a GPU host.
 """
 
@@ -22,7 +22,6 @@ from pathlib import Path
 from bundle.errors import Failed
 from bundle.paths import docker_dir, project_root
 from bundle.rehearsal.shared.env import simulated_model_dir
-from bundle.rules.checkpoint import REHEARSAL_ONLY_KEY  # noqa: F401  (the trainer writes it)
 from bundle.stack import engine
 
 TRAINER_IN_IMAGE = "/opt/bundle/engine/train_model.py"

@@ -1,18 +1,18 @@
 """The Slurm wing: everything `--target slurm` is, in one folder. The same topologies, config and command
 lines as compose, as one sbatch job in the style of NVIDIA's srt-slurm and Dynamo's slurm_jobs (`bundle
-render --target slurm`), and its launch on the rehearsal cluster (a real slurmctld and slurmd nodes in
-containers: `bundle launch --target slurm --rehearsal`).
+render --target slurm`), and its launch with no GPU on the container cluster (a real slurmctld and slurmd
+nodes in containers made here: `bundle launch --target slurm` with a no-GPU mode, bundle.modes).
 
 config.py    its section of bundle.yaml (`slurm:`), typed (the core keeps it untyped: Deployment.wing_section)
 commands.py  the compose command lines, changed only where a Slurm step needs it
 script.py    the sbatch script of one topology: one srun step per role, the router on the first node
 rules.py     the settings only Slurm reads, and `bash -n` on the script
-client.py    Slurm's commands, run on a submit host or inside the rehearsal's controller
+client.py    Slurm's commands, run on a submit host or inside the container cluster's controller
 job.py       a submitted job: its record under runs/, its state and its steps' nodes
-image.py     the rehearsal node image (rehearsal image + Debian's slurm-wlm and munge)
-cluster.py   the rehearsal cluster: its config, munge key, compose project, up and down
-stack.py     the verbs' view of a job on the rehearsal cluster (roles -> node containers)
-launch.py    `bundle launch --target slurm --rehearsal`: the job submitted, ready with one box's meaning
+image.py     the container cluster's node image (the no-GPU modes' image + Debian's slurm-wlm and munge)
+cluster.py   the container cluster: its config, munge key, compose project, up and down
+stack.py     the verbs' view of a job on the container cluster (roles -> node containers)
+launch.py    `bundle launch --target slurm` with a mode: the job submitted, ready with one box's meaning
 config.schema.json, defaults.yaml   the section's schema and defaults, which the config loader adds to the core's
 target.py    TARGET, its entry in bundle/targets/registry.py
 

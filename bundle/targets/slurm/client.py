@@ -1,5 +1,5 @@
 """Slurm's own commands (sbatch, squeue, scontrol, sinfo, scancel, sacct), run on a submit host or,
-for the rehearsal, inside its controller container (`docker exec`, through the engine's funnel,
+for the container cluster, inside its controller container (`docker exec`, through the engine's funnel,
 bundle/stack/engine.py) or through the funnel for outside commands here (bundle/run.py): the same
 commands either way, each going wrong by its kind (bundle/errors.py): a missing command is the host's lack
 (CommandMissing, exit 4), a hang a timeout (CommandTimedOut, exit 5), a non-zero exit a failed command
@@ -35,7 +35,7 @@ class SlurmCommandFailed(CommandFailed):
 
 @dataclass(frozen=True)
 class SlurmClient:
-    container: str | None = None  # None on a submit host; the controller's container in the rehearsal
+    container: str | None = None  # None on a submit host; the controller's container in the container cluster
     workdir: str | None = None  # where sbatch runs (the job's SLURM_SUBMIT_DIR)
 
     @classmethod
@@ -93,7 +93,7 @@ class SlurmClient:
         return found
 
     def accounting(self, job_id: str) -> str | None:
-        """sacct's record of the job, or None where the cluster keeps no accounting (the rehearsal)."""
+        """sacct's record of the job, or None where the cluster keeps no accounting (the container cluster)."""
         try:
             return self.run(["sacct", "-j", job_id, "-o", "JobID,JobName,State,ExitCode,NodeList", "-P"])
         except (SlurmCommandFailed, EnvironmentProblem):  # refused, or no sacct installed

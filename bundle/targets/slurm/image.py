@@ -1,8 +1,8 @@
-"""The rehearsal cluster's node image: the rehearsal image plus Debian bookworm's Slurm 22.05 and
-MUNGE (docker/slurm-node.Dockerfile), built once per hash of its inputs (its parent's tag included),
-as bundle/rehearsal/shared/image.py builds its own.
+"""The container cluster's node image: its parent (the image the no-GPU modes run in: Mode.image_tag) plus
+Debian bookworm's Slurm 22.05 and MUNGE (docker/slurm-node.Dockerfile), built once per hash of its inputs
+(its parent's tag included), as the parent is.
 
-    python -m bundle.targets.slurm.image image      # build if missing (and the rehearsal image), print the tag
+    python -m bundle.targets.slurm.image image PARENT   # build on PARENT if missing, print the tag
 """
 
 from __future__ import annotations
@@ -22,17 +22,12 @@ def inputs() -> list[Path]:
     return [d / "slurm-node.Dockerfile", d / "slurm-node.Dockerfile.dockerignore", d / "slurm" / "node-entrypoint.sh"]
 
 
-def image_tag(parent: str | None = None) -> str:
-    from bundle.rehearsal.shared import image as rehearsal
-
-    return inputs_tag(IMAGE_REPOSITORY, inputs(), parent or rehearsal.image_tag())
+def image_tag(parent: str) -> str:
+    return inputs_tag(IMAGE_REPOSITORY, inputs(), parent)
 
 
-def ensure_image(*, report=print) -> str:
-    """The node image of the current inputs, built (with the rehearsal image under it) if missing."""
-    from bundle.rehearsal.shared import image as rehearsal
-
-    parent = rehearsal.ensure_image(report=report)
+def ensure_image(parent: str, *, report=print) -> str:
+    """The node image of the current inputs on `parent` (an image already here), built if missing."""
     tag = image_tag(parent)
     derived.build_unless_present(derived.Build(
         tag=tag, what="slurm", dockerfile=docker_dir() / "slurm-node.Dockerfile", context=project_root(),
@@ -42,7 +37,13 @@ def ensure_image(*, report=print) -> str:
 
 
 def main(argv: list[str]) -> int:
-    return derived.command_line("bundle.targets.slurm.image", argv, ensure=ensure_image, tag=image_tag)
+    """`image PARENT | tag PARENT`; PARENT is the modes' image (`bundle launch --target slurm` with a mode
+    builds both, the parent first)."""
+    parent = argv[1] if len(argv) == 2 else ""
+    # Without PARENT, no verb: the derived images' command line prints its usage.
+    return derived.command_line("bundle.targets.slurm.image", argv[:1] if parent else [],
+                                ensure=lambda report: ensure_image(parent, report=report),
+                                tag=lambda: image_tag(parent))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bundle import modes
 from bundle.errors import Failed, TimedOut
 from bundle.targets.slurm.client import SlurmClient
 from bundle.stack import runstate
@@ -25,8 +26,9 @@ class JobRecord:
     nodes: list[str]  # the allocation, in order: NODES[i] of the script
     placement: dict[str, list[str]]  # role -> its nodes
     log_dir: str  # the job's per-node logs as this host reads them
-    rehearsal: str | None  # the rehearsal cluster's mode, or None on a real cluster
-    client_container: str | None = None  # the rehearsal's controller container; None on a real cluster
+    # The no-GPU mode the container cluster runs, or None on a real cluster; on disk under modes.record_key().
+    mode: str | None
+    client_container: str | None = None  # the container cluster's controller container; None on a real cluster
     workdir: str | None = None
 
     @property
@@ -48,14 +50,15 @@ def path(project: str) -> Path:
 def save(record: JobRecord) -> None:
     p = path(record.project)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(asdict(record), indent=2) + "\n")
+    data = {modes.record_key() if k == "mode" else k: v for k, v in asdict(record).items()}
+    p.write_text(json.dumps(data, indent=2) + "\n")
 
 
 def load(project: str) -> JobRecord | None:
     p = path(project)
     if not p.is_file():
         return None
-    fields = json.loads(p.read_text())
+    fields = {"mode" if k == modes.record_key() else k: v for k, v in json.loads(p.read_text()).items()}
     # A record written before the client named its container held `docker exec ... CONTAINER` instead.
     prefix = fields.pop("client_prefix", None)
     if prefix is not None and "client_container" not in fields:

@@ -1,14 +1,14 @@
-"""`bundle launch --target slurm --rehearsal`: the topology as one Slurm job on the rehearsal cluster
-(bundle/targets/slurm/: a controller and two node daemons in containers made here), ready with the meaning of
-ready of one box. The job script is the Slurm render target's (script.py), with the
-rehearsal's one substitution."""
+"""`bundle launch --target slurm` with a no-GPU mode (bundle.modes): the topology as one Slurm job on the
+container cluster (cluster.py: a controller and two node daemons in containers made here), ready with the
+meaning of ready of one box. The job script is the Slurm render target's (script.py), with the container
+cluster's one substitution."""
 
 from __future__ import annotations
 
 from bundle import log_lines
 from bundle.config.model import Deployment
 from bundle.errors import BundleError, Failed, TimedOut, UsageError
-from bundle.rehearsal import registry as modes
+from bundle import modes
 from bundle.targets.slurm import config as slurm_config
 from bundle.targets.slurm import script as slurm_render
 from bundle.targets.slurm import rules as slurm_rules
@@ -18,8 +18,8 @@ from bundle.reporter import Reporter, plain
 
 
 def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: Reporter) -> None:
-    """`bundle launch TOPOLOGY --target slurm [--rehearsal [engine|sim]]`: submit the rendered job
-    (to the rehearsal cluster, brought up first if it is not) and wait until ready through the front
+    """`bundle launch TOPOLOGY --target slurm` with a no-GPU mode: submit the rendered job (to the
+    container cluster, brought up first if it is not) and wait until ready through the front
     door, with the meaning of ready of one box: every server's /health, the router's readiness with
     all its workers, one real generation."""
     import json
@@ -30,21 +30,21 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     from bundle.stack import engine, runstate
     from bundle.stack.frontdoor import front_door
     say = plain(reporter)
-    mode = request.rehearsal
+    mode = request.mode
     # The one pipeline `bundle render --target slurm` takes: compose's rules, Slurm's, and problems().
     made = render_target(slurm_render, slurm_rules, request.topology, config=request.config, dep=dep,
-                         rehearsal=mode, sim=request.sim)
+                         mode=mode, sim=request.sim)
     job = made.output
     dep, topology, rendered = made.prepared.dep, made.prepared.topology, made.prepared.rendered
     for warning in made.warnings:
         reporter.print(f"[yellow]warning:[/] {warning}")
     if not mode:
-        raise UsageError("launch --target slurm submits to the rehearsal cluster only (this host cannot reach "
-                         "a real one's front door through the driver yet)",
+        raise UsageError(f"launch --target slurm submits to the {modes.word()} cluster only (this host cannot "
+                         "reach a real one's front door through the driver yet)",
                          hint=f"`bundle render --target slurm {topology.name} -o DIR` and `sbatch DIR/job.sbatch` "
-                              "on the cluster (docs/slurm.md), or add --rehearsal")
+                              f"on the cluster (docs/slurm.md), or add {modes.flag()}")
     from bundle.targets.slurm import cluster as clusters, image as node_image
-    from bundle.targets.slurm.stack import SlurmRehearsalStack
+    from bundle.targets.slurm.stack import SlurmClusterStack
 
     timeout = parse_duration(request.timeout or dep.lifecycle.launch_timeout, what="--timeout")
     engine.require_engine()
@@ -52,14 +52,13 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
     project = clusters.project_for(dep.project_name(topology.name))
     cluster = clusters.Cluster(project)
     if cluster.containers():
-        raise UsageError(f"{project}: a rehearsal cluster is up already",
+        raise UsageError(f"{project}: a {modes.word()} cluster is up already",
                          hint="`bundle down` first (a Slurm job is not reconciled in place)")
     start = time.monotonic()
-    reporter.print(f"rehearsal ({mode.name}) on Slurm: the node image (built once per hash of its inputs) ...")
-    modes.ensure_artifacts(mode, report=say)
-    image = node_image.ensure_image(report=say)
+    reporter.print(f"{modes.word()} ({mode.name}) on Slurm: the node image (built once per hash of its inputs) ...")
+    image = node_image.ensure_image(mode.ensure_artifacts(report=say), report=say)
     cluster.write(image=image, topology=topology, front_port=dep.network.front_port, front_target_port=job.front_port,
-                  rehearsal_env=rendered.env, host_address=dep.network.host_address, gres=slurm_config.of(dep).gres)
+                  mode_env=rendered.env, host_address=dep.network.host_address, gres=slurm_config.of(dep).gres)
     run_dir = runstate.new_run_dir(project, "launch")
     stack = None
     created_volumes = cluster.stack().volumes_to_create()  # read before `up` makes them: down's to remove
@@ -76,7 +75,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
         record = jobs.JobRecord(project, job_id, nodes, job.placement(nodes), str(shared_logs), mode.name,
                                 client.container, client.workdir)
         jobs.save(record)
-        launch = runstate.LaunchRecord.of(rendered, rehearsal=mode.name, config=dep.source.name, run_dir=run_dir)
+        launch = runstate.LaunchRecord.of(rendered, mode=modes.record_value(mode), config=dep.source.name, run_dir=run_dir)
         launch.compose_files, launch.env_file = [str(clusters.compose_file())], str(cluster.env_file)
         launch.profiles = []
         launch.env = {**rendered.env, topology.front_port_variable: str(job.front_port)}
@@ -84,7 +83,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
         launch.created_volumes = created_volumes
         runstate.save(launch)
         say(client.queue(job_id).rstrip())
-        stack = SlurmRehearsalStack(project)
+        stack = SlurmClusterStack(project)
         front = front_door(dep, topology)
         seconds = _wait_ready(stack, record, job, topology, front, dep, timeout=timeout - (time.monotonic() - start),
                               say=say)
@@ -92,7 +91,7 @@ def launch(request: LaunchRequest, *, dep: Deployment | None = None, reporter: R
         saved = _save_logs(cluster, run_dir)
         if not request.keep_on_failure:
             reporter.print(f"removing the cluster (logs in {saved})")
-            (stack or SlurmRehearsalStack(project)).down()
+            (stack or SlurmClusterStack(project)).down()
         if isinstance(exc, KeyboardInterrupt):
             raise
         exc.message = f"{project} did not become ready on Slurm: {exc.message}\n  logs: {saved}"
@@ -122,7 +121,7 @@ def _wait_cluster(cluster, say, timeout: float = 90):
             say("cluster: " + ", ".join(f"{n} idle" for n in sorted(states)))
             return client
         time.sleep(1)
-    raise Failed(f"the rehearsal cluster's nodes did not register within {timeout:.0f} s: {last or states}")
+    raise Failed(f"the {modes.word()} cluster's nodes did not register within {timeout:.0f} s: {last or states}")
 
 
 def _wait_ready(stack, record, job, topology, front, dep, *, timeout: float, say) -> float:

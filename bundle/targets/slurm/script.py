@@ -11,9 +11,9 @@ The command lines are the compose render's own (Rendered.commands), changed only
 says; each step's environment is the compose service's (`environment:` over `env_file:`), with
 UCX/NCCL settings for the network between nodes. Pure: nothing is written until write().
 
-The rehearsal (bundle/targets/slurm/cluster.py) runs the same script on a real Slurm cluster whose nodes are
-containers of the rehearsal image: pyxis cannot run there, so the one line that gives each step its
-container (CONTAINER_LINE) becomes NATIVE_LINE, and nothing else differs (native_script()).
+With no GPU (a bundle.modes mode), the container cluster (cluster.py) runs the same script on a real Slurm
+cluster whose nodes are containers of the modes' image: pyxis cannot run there, so the one line that gives each step its
+container (CONTAINER_LINE) becomes native_line(), and nothing else differs (native_script()).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+from bundle import modes
 from bundle.config.model import Deployment, Role
 from bundle.render.compose import NO_FILE, Rendered
 from bundle.render import compose_files
@@ -40,8 +41,14 @@ SCRIPT_NAME = "job.sbatch"
 MODEL_MOUNT = "/model"
 JIT_CACHE_MOUNT = "/var/cache/sglang"
 API_KEY_MOUNT = "/run/secrets/api_key"  # what docker/entrypoint.sh reads
-# The one line the rehearsal replaces: how each step gets its container.
-NATIVE_LINE = "CONTAINER_ARGS=()  # rehearsal: the node is a container of the rehearsal image (no pyxis)"
+
+
+def native_line() -> str:
+    """The one line the container cluster replaces: how each step gets its container (in the modes' words)."""
+    word = modes.word()
+    return f"CONTAINER_ARGS=()  # {word}: the node is a container of the {word} image (no pyxis)"
+
+
 # A node of the allocation inside a token: replaced by "${NODES[i]}" in the script, by the node's
 # name in SlurmRendered.argv().
 _NODE = re.compile(r"\x00node(\d+)\x00")
@@ -86,12 +93,12 @@ class SlurmRendered:
     warnings: tuple[str, ...]
     source_name: str
     log_dir: str = "logs"  # slurm.log_dir: the job's per-node logs, relative to where it is submitted
-    native: bool = False  # the rehearsal's script (native_script) rather than the production one
+    native: bool = False  # the container cluster's script (native_script) rather than the production one
 
     def native_script(self) -> str:
-        """The same script with the steps run natively on the nodes: the rehearsal's one substitution."""
+        """The same script with the steps run natively on the nodes: the container cluster's one substitution."""
         assert self.script.count(self.container_line) == 1, "the container line must appear exactly once"
-        return self.script.replace(self.container_line, NATIVE_LINE)
+        return self.script.replace(self.container_line, native_line())
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
@@ -115,7 +122,7 @@ class SlurmRendered:
         return [path]
 
     def summary(self) -> str:
-        what = ("the rehearsal's: the steps run natively on the cluster's node containers" if self.native
+        what = (f"the {modes.word()}'s: the steps run natively on the cluster's node containers" if self.native
                 else "enroot/pyxis containers")
         return (f"sbatch script for {self.topology.name} ({self.job_name}): {self.total_nodes} nodes, steps "
                 f"{', '.join(s.name for s in self.steps)} ({what})")
@@ -350,8 +357,8 @@ def _prefix(argv: list[str], module: str) -> list[str]:
     raise ValueError(f"{argv!r} does not run {module}")
 
 
-def for_target(dep, rendered, *, rehearsal=None) -> SlurmRendered:
-    """The render target's entry (bundle.api.Renderer): the job script; with a rehearsal mode, the
-    rehearsal's script, whose steps run natively on the cluster's node containers (its one substitution)."""
+def for_target(dep, rendered, *, mode=None) -> SlurmRendered:
+    """The render target's entry (bundle.api.Renderer): the job script; with a no-GPU mode, the container
+    cluster's script, whose steps run natively on the cluster's node containers (its one substitution)."""
     job = render(dep, rendered)
-    return dataclasses.replace(job, native=True) if rehearsal else job
+    return dataclasses.replace(job, native=True) if mode else job

@@ -1,4 +1,4 @@
-"""The verbs' view of a job on the rehearsal cluster, in the shape of a compose project (bundle.stack.
+"""The verbs' view of a job on the container cluster, in the shape of a compose project (bundle.stack.
 docker.Stack): a role is a "service". `exec` runs in the node container that holds the role's first
 node; `states` are the roles' as Slurm sees them (a lost node or step is not "running"); `logs` are
 the job's per-node files; `run_tool` is the cluster project's bench tool; `down` cancels the job and
@@ -15,7 +15,7 @@ from bundle.targets.slurm.cluster import Cluster
 from bundle.stack import docker
 
 
-class SlurmRehearsalStack(docker.Stack):
+class SlurmClusterStack(docker.Stack):
     def __init__(self, project: str):
         self.cluster = Cluster(project)
         super().__init__(project, [Path(f) for f in self.cluster.stack().files], self.cluster.env_file)
@@ -65,7 +65,7 @@ class SlurmRehearsalStack(docker.Stack):
 
     def down(self, *, volumes: bool = False, timeout: int | None = None) -> bool:
         """The job cancelled and the whole cluster removed, its volumes (the nodes' state) included:
-        a rehearsal cluster keeps no cache across launches. Returns True: the volumes went."""
+        a container cluster keeps no cache across launches. Returns True: the volumes went."""
         if self.record is not None:
             try:
                 self.record.client.scancel(self.record.job_id)
@@ -88,7 +88,7 @@ def job_summary(project: str) -> dict | None:
         out["queue"] = client.queue(record.job_id).rstrip()
         out["nodes"] = {n: {"state": s, "reason": r} for n, (s, r) in client.nodes(record.nodes).items()}
         out["lost"] = jobs.lost_roles(record)
-        out["accounting"] = client.accounting(record.job_id)  # None without slurmdbd (the rehearsal)
+        out["accounting"] = client.accounting(record.job_id)  # None without slurmdbd (the container cluster)
     except BundleError as exc:
         out["error"] = exc.message
     return out
