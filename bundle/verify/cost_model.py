@@ -64,6 +64,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from bundle.verify import collective_latency
+from bundle.verify import kernel_families as kf
 from bundle.verify.collective_latency import CollectiveLatency
 
 HARDWARE_FILE = Path(__file__).resolve().with_name("hardware.json")
@@ -127,6 +128,7 @@ class WeightGroup:
     read: str = EVERY_STEP
     params: float = 0.0  # parameters used per token (FLOPs; routed experts: ONE expert over the layers)
     row_bytes: float = 0.0  # ROWS: bytes of one row (one token's read)
+    family: str = kf.DENSE_GEMM  # the kernel family that reads it in a profile (kernel_families.py)
 
     def held(self, layout: Layout) -> float:
         if self.split == REPLICATED:
@@ -364,18 +366,19 @@ def _deepseek_v4(cfg: dict, dtypes: dict[str, str], *, fp8_wo_a: bool = False) -
         WeightGroup("indexer weights_proj", indexed * h * ih * 2, "bf16", REPLICATED, params=indexed * h * ih),
         WeightGroup("hyper-connection mixers", (L * 2 * (mix * hc * h + mix + 3) + hc * hc * h + hc + 1) * 4,
                     "fp32", REPLICATED, params=L * 2 * mix * hc * h + hc * hc * h),
-        WeightGroup("norms and sinks", norms, "bf16", REPLICATED),
+        WeightGroup("norms and sinks", norms, "bf16", REPLICATED, family=kf.ELEMENTWISE),
         WeightGroup("router", moe_layers * n_routed * (h * 2 + 4), "bf16",  # + the FP32 score bias, every layer
-                    REPLICATED, params=moe_layers * n_routed * h),
+                    REPLICATED, params=moe_layers * n_routed * h, family=kf.MOE),
         WeightGroup("shared experts", moe_layers * int(g["n_shared_experts"]) * (
-            _fp8(2 * inter, h) + _fp8(h, inter)), dense, params=moe_layers * int(g["n_shared_experts"]) * expert_params),
+            _fp8(2 * inter, h) + _fp8(h, inter)), dense, params=moe_layers * int(g["n_shared_experts"]) * expert_params,
+                    family=kf.MOE),
         WeightGroup("dense MLP layers", dense_layers * (_fp8(2 * int(g["intermediate_size"]), h)
                                                         + _fp8(h, int(g["intermediate_size"]))), dense,
                     params=dense_layers * 3 * h * int(g["intermediate_size"])),
         WeightGroup("output head", vocab * h * 2, "bf16", VOCAB, params=vocab * h),
-        WeightGroup("embedding", vocab * h * 2, "bf16", VOCAB, read=ROWS, row_bytes=h * 2),
+        WeightGroup("embedding", vocab * h * 2, "bf16", VOCAB, read=ROWS, row_bytes=h * 2, family=kf.ELEMENTWISE),
         WeightGroup("routed experts", moe_layers * n_routed * expert_params * BYTES[expert_dtype], expert_dtype,
-                    EXPERTS, read=PER_EXPERT, params=moe_layers * expert_params),
+                    EXPERTS, read=PER_EXPERT, params=moe_layers * expert_params, family=kf.MOE),
     )
     shape = ModelShape(
         name="DeepSeek-V4", layers=L, hidden=h, vocab=vocab, groups=tuple(gr for gr in groups if gr.bytes_at_tp1),
@@ -565,6 +568,9 @@ class FloorParts:
     latency_source: str | None
     launches_ms: float
     launches: int
+    # The floor's share of each kernel family (kernel_families.py), ms per step, adding up to step_ms: a
+    # profile's per-family table is set against it (profile_floor.py).
+    families: dict = field(default_factory=dict)
 
     @property
     def bandwidth_ms(self) -> float:
@@ -597,7 +603,8 @@ class FloorParts:
                 "collectives_ms": round(self.collectives_ms, 4), "collectives": self.collectives,
                 "collective_each_us": round(self.collective_each_us, 2), "latency_source": self.latency_source,
                 "launches_ms": round(self.launches_ms, 4), "launches": self.launches,
-                "step_ms": round(self.step_ms, 4), "binding": self.binding(), "line": self.line()}
+                "step_ms": round(self.step_ms, 4), "binding": self.binding(), "line": self.line(),
+                "families": {name: round(ms, 4) for name, ms in self.families.items()}}
 
 
 @dataclass(frozen=True)
@@ -658,10 +665,37 @@ def floor_parts(model: ModelShape, run: RunShape, hw: Hardware, cost: StepCost, 
             coll_s += kind.count * table.seconds(kind.message_bytes)
             count += kind.count
     launches = model.layers * KERNELS_PER_LAYER if cuda_graphs is False and hw.figure == "gpu" else 0
-    return FloorParts(weights_ms=cost.weight_bytes / bw * 1000, kv_ms=cost.kv_bytes / bw * 1000, compute_ms=compute,
+    weights_ms, kv_ms = cost.weight_bytes / bw * 1000, cost.kv_bytes / bw * 1000
+    return FloorParts(weights_ms=weights_ms, kv_ms=kv_ms, compute_ms=compute,
                       collectives_ms=coll_s * 1000, collectives=count,
                       collective_each_us=coll_s / count * 1e6 if count else 0.0, latency_source=source,
-                      launches_ms=launches * LAUNCH_S * 1000, launches=launches)
+                      launches_ms=launches * LAUNCH_S * 1000, launches=launches,
+                      families=_by_family(model, cost, weights_ms=weights_ms, kv_ms=kv_ms, compute_ms=compute,
+                                          collectives_ms=coll_s * 1000, launches_ms=launches * LAUNCH_S * 1000))
+
+
+def _by_family(model: ModelShape, cost: StepCost, *, weights_ms: float, kv_ms: float, compute_ms: float | None,
+               collectives_ms: float, launches_ms: float) -> dict[str, float]:
+    """The floor's parts by the kernel family that does the work: each weight class's bytes to its family
+    (WeightGroup.family; the draft head's read spread over them alike), the KV and indexer caches to
+    attention, the collectives to collectives and the launches to the idle gaps between kernels. Where
+    compute binds, the bandwidth parts are scaled up to it in proportion (an approximation: FLOPs are not
+    counted per family)."""
+    bandwidth = weights_ms + kv_ms
+    roof = max(bandwidth, compute_ms or 0.0) / bandwidth if bandwidth else 1.0
+    classes = sum(cost.bytes_by_class.values())
+    out: dict[str, float] = {}
+
+    def add(family: str, ms: float) -> None:
+        if ms > 0:
+            out[family] = out.get(family, 0.0) + ms
+
+    for g in model.groups:
+        add(g.family, cost.bytes_by_class.get(g.name, 0.0) / classes * weights_ms * roof if classes else 0.0)
+    add(kf.ATTENTION, kv_ms * roof)
+    add(kf.COLLECTIVES, collectives_ms)
+    add(kf.IDLE, launches_ms)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def score(model: ModelShape, run: RunShape, hw: Hardware, measured_tpot_ms: float, *,
