@@ -12,6 +12,7 @@ from bundle.config.loader import load_config
 from bundle.errors import EXIT_FAILED, EXIT_USAGE, BundleError
 from bundle.service import bench as service
 from bundle.stack import runstate
+from bundle.verify import runstore
 from tests.recording import RecordingReporter
 from bundle.stack.docker import ContainerState
 from tests.test_bench import FakeStack
@@ -77,3 +78,64 @@ def test_a_bad_request_is_refused_before_anything_is_sent(tmp_path, runs_dir, mo
     with pytest.raises(BundleError) as err:
         run(load_config(None), registry.get("tp4"), _record(tmp_path), Untouched(), request_, RecordingReporter())
     assert err.value.exit_code == EXIT_USAGE and says in err.value.message and not sent
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _on_a_gpu_host(monkeypatch, profiled):
+    """Levels scored as on an H100 (the engine rehearsal's tiny Llama: a floor of microseconds, so the gap
+    is the whole TPOT), and SGLang's profiler standing in as `profiled` (what profile_level returns)."""
+    from bundle.verify import cost_model, limits, server_profile, verdict
+    from tests.test_cost_model import TINY_LLAMA
+
+    scoring = limits.Limits(cost_model.model_shape(TINY_LLAMA), cost_model.gpu(H100), tp=1, servers=1,
+                            draft_tokens=0, evidence=verdict.Evidence())
+    monkeypatch.setattr(service, "limits_of", lambda *args: scoring)
+    monkeypatch.setattr(server_profile, "profile_level", profiled)
+
+
+def test_a_profiled_level_is_set_against_its_floor_and_its_verdict_is_led_by_what_the_profile_measured(
+        tmp_path, runs_dir, monkeypatch):
+    """`--profile 1` on a GPU host, the profiler's table a real H100 trace (tests/data/profile/): the table
+    set against each family's share of the floor, the level judged again with it (its idle gaps, 4.8 ms a
+    step, lead; the suspects a profile measures give way) and recorded so; the level not profiled keeps the
+    profile-free order. Every scored level prints its floor's parts."""
+    from bundle.verify import profile_trace, server_profile
+    from tests.test_profile_trace import H100_TRACE
+
+    table = profile_trace.reduce_file(H100_TRACE)
+    _on_a_gpu_host(monkeypatch, lambda *args, **kwargs: (
+        [server_profile.ServerProfile("server", ["CPU", "GPU"], profiles=[table])], {"status": "ok", "reason": ""}))
+    benched, _ = _benchmark(tmp_path, monkeypatch, {1: "ok", 2: "ok"},
+                            service.BenchRequest(concurrency=(1, 2), profile=1))
+    verdicts = service.verdict_lines(benched.result.as_dict())
+    assert [line.split(":")[0] for line in verdicts if line.startswith("  floor: ")] == ["  floor"] * 2
+    assert all("weights " in line and "KV " in line for line in verdicts if line.startswith("  floor: "))
+
+    recorded = {lv["concurrency"]: lv["limit"]["verdict"]["causes"]
+                for lv in runstore.read_jsonl(benched.history_path)[-1]["levels"]}
+    profiled, plain = [c["name"] for c in recorded[1]], [c["name"] for c in recorded[2]]
+    assert profiled[0] == "profile: idle gaps" and recorded[1][0]["seen"]
+    assert {"profile: sampling", "profile: MoE GEMM"} <= set(profiled)
+    assert "fallback kernels" not in profiled and "eager mode" not in profiled
+    assert plain[0] == "fallback kernels" and not any(name.startswith("profile:") for name in plain)
+
+    printed = "\n".join(benched.profile_lines())
+    assert "against the floor of C=1, per step (weights " in printed
+    assert "GPU kernels (CUDA)" in printed
+    sampling = next(line for line in printed.splitlines() if line.strip().startswith("sampling") and "a step" in line)
+    assert "not in the floor" in sampling
+    dense = next(line for line in printed.splitlines() if line.strip().startswith("dense GEMM") and "a step" in line)
+    assert "floor's share" in dense and dense.endswith("x)")
+
+
+def test_the_measured_levels_are_recorded_when_the_profile_fails(tmp_path, runs_dir, monkeypatch):
+    def refused(*args, **kwargs):
+        raise BundleError("the profiler went away")
+
+    _on_a_gpu_host(monkeypatch, refused)
+    with pytest.raises(BundleError):
+        _benchmark(tmp_path, monkeypatch, {1: "ok"}, service.BenchRequest(concurrency=(1,), profile=1))
+    history = runstore.read_jsonl(runs_dir / "bench-service" / "bench.jsonl")
+    assert [lv["status"] for lv in history[-1]["levels"]] == ["ok"] and history[-1]["levels"][0]["limit"]
