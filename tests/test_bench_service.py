@@ -97,22 +97,12 @@ def _on_a_gpu_host(monkeypatch, profiled):
 
 def test_a_profiled_level_is_set_against_its_floor_and_its_verdict_is_led_by_what_the_profile_measured(
         tmp_path, runs_dir, monkeypatch):
-    """`--profile 1` on a GPU host, the profiler's table a real H100 trace (tests/data/profile/): the table
-    set against each family's share of the floor, the level judged again with it (its idle gaps, 4.8 ms a
-    step, lead; the suspects a profile measures give way) and recorded so; the level not profiled keeps the
-    profile-free order. Every scored level prints its floor's parts."""
-    from bundle.verify import profile_trace, server_profile
-    from tests.test_profile_trace import H100_TRACE
-
-    table = profile_trace.reduce_file(H100_TRACE)
-    _on_a_gpu_host(monkeypatch, lambda *args, **kwargs: (
-        [server_profile.ServerProfile("server", ["CPU", "GPU"], profiles=[table])], {"status": "ok", "reason": ""}))
+    """`--profile 1` on a GPU host, the profiler's table a real H100 trace (tests/data/profile/): the level
+    judged again with it (its idle gaps, 4.8 ms a step, lead; the suspects a profile measures give way) and
+    recorded so; the level not profiled keeps the profile-free order."""
+    _on_a_gpu_host(monkeypatch, _profiled_on_h100)
     benched, _ = _benchmark(tmp_path, monkeypatch, {1: "ok", 2: "ok"},
                             service.BenchRequest(concurrency=(1, 2), profile=1))
-    verdicts = service.verdict_lines(benched.result.as_dict())
-    assert [line.split(":")[0] for line in verdicts if line.startswith("  floor: ")] == ["  floor"] * 2
-    assert all("weights " in line and "KV " in line for line in verdicts if line.startswith("  floor: "))
-
     recorded = {lv["concurrency"]: lv["limit"]["verdict"]["causes"]
                 for lv in runstore.read_jsonl(benched.history_path)[-1]["levels"]}
     profiled, plain = [c["name"] for c in recorded[1]], [c["name"] for c in recorded[2]]
@@ -121,13 +111,40 @@ def test_a_profiled_level_is_set_against_its_floor_and_its_verdict_is_led_by_wha
     assert "fallback kernels" not in profiled and "eager mode" not in profiled
     assert plain[0] == "fallback kernels" and not any(name.startswith("profile:") for name in plain)
 
-    printed = "\n".join(benched.profile_lines())
-    assert "against the floor of C=1, per step (weights " in printed
-    assert "GPU kernels (CUDA)" in printed
-    sampling = next(line for line in printed.splitlines() if line.strip().startswith("sampling") and "a step" in line)
-    assert "not in the floor" in sampling
-    dense = next(line for line in printed.splitlines() if line.strip().startswith("dense GEMM") and "a step" in line)
-    assert "floor's share" in dense and dense.endswith("x)")
+
+def test_bench_prints_each_levels_floor_parts_and_the_profiles_families_against_the_floor(
+        tmp_path, runs_dir, monkeypatch, capsys):
+    """The verb in text mode: under each level its floor's parts; under the profile's table a line per
+    family with its share of the floor and the ratio, or why it has none."""
+    import argparse
+    import types
+
+    from bundle.commands import bench as bench_command
+    from bundle.service import finding
+
+    _on_a_gpu_host(monkeypatch, _profiled_on_h100)
+    running = types.SimpleNamespace(dep=load_config(None), topology=registry.get("tp4"), launch=_record(tmp_path),
+                                    stack=lambda: RunningStack({1: "ok", 2: "ok"}))
+    monkeypatch.setattr(finding, "one_running", lambda request, verb: running)
+    parser = argparse.ArgumentParser()
+    bench_command.add_arguments(parser)
+    assert bench_command.run(parser.parse_args(["--concurrency", "1", "2", "--profile", "1"])) == 0
+    printed = capsys.readouterr().out.splitlines()
+    floors = [line for line in printed if line.startswith("  floor: bound by ")]
+    assert len(floors) == 2 and all("weights " in line and ", KV " in line for line in floors)
+    assert "  against the floor of C=1, per step (" + floors[0].split(": ", 2)[2] + "):" in printed
+    rows = {line.split()[0]: line for line in printed if line.startswith("    ") and " ms a step" in line}
+    assert "floor's share" in rows["dense"] and rows["dense"].endswith("x)")
+    assert "not in the floor" in rows["sampling"] and "not in the floor" in rows["idle"]
+
+
+def _profiled_on_h100(*args, **kwargs):
+    """What profile_level returns for one server whose trace is the real H100 one (tests/data/profile/)."""
+    from bundle.verify import profile_trace, server_profile
+    from tests.test_profile_trace import H100_TRACE
+
+    table = profile_trace.reduce_file(H100_TRACE)
+    return [server_profile.ServerProfile("server", ["CPU", "GPU"], profiles=[table])], {"status": "ok", "reason": ""}
 
 
 def test_the_measured_levels_are_recorded_when_the_profile_fails(tmp_path, runs_dir, monkeypatch):
