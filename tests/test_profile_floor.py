@@ -53,7 +53,8 @@ def test_the_h100_tables_families_are_set_against_their_floor_shares_or_said_to_
     rows = {line.split(" ms a step")[0].rsplit(None, 1)[0].strip(): line for line in lines[1:]}
     assert set(rows) == {kf.MOE, kf.DENSE_GEMM, kf.ATTENTION, kf.SAMPLING, kf.ELEMENTWISE, kf.IDLE}
     assert rows[kf.DENSE_GEMM].endswith("x)") and "floor's share" in rows[kf.DENSE_GEMM]
-    assert "not in the floor" in rows[kf.SAMPLING] and "not in the floor" in rows[kf.IDLE]
+    assert rows[kf.SAMPLING].endswith("x)")  # the sampler's read of the logits
+    assert "not in the floor" in rows[kf.IDLE]  # CUDA graphs on: no launch part
     assert "floor's share 0 ms" in rows[kf.MOE]  # a dense Llama has no MoE: no ratio to a zero share
 
 

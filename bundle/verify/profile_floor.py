@@ -26,7 +26,7 @@ PREBUILT_FAMILIES = (kf.MOE, kf.ATTENTION)
 FALLBACK_LIBRARIES = ("Triton", "PyTorch")
 # Why a family has no share of the floor.
 NOT_IN_FLOOR = {
-    kf.SAMPLING: "not in the floor (the sampler is left out of it)",
+    kf.SAMPLING: "not in this floor (a record from before the sampler's read was counted)",
     kf.OTHER: "not in the floor (kernels of no known family)",
     kf.IDLE: "not in the floor (with CUDA graphs on it has no launch part: host work, launch gaps and a "
              "collective's wait are all gap)",
