@@ -4,8 +4,9 @@ explain.
 
 Bands, by the floor's share of the measured TPOT (floor / measured; the floor is the larger of the bandwidth
 and compute times plus the collectives' latency and, without CUDA graphs, the kernel launches):
-  near   >= 50%: what is left is kernel efficiency, the sampler and the scheduler, which the floor leaves
-               out; the best public DeepSeek-V4-Flash runs on these GPUs sit there.
+  near   >= 50%: what is left is kernel efficiency, the sampler beyond its read of the logits and the
+               scheduler, which the floor leaves out; the best public DeepSeek-V4-Flash runs on these GPUs
+               sit there.
   short  20-50%
   far    < 20%: the original deployment (Triton fallbacks on CUDA cores) reads 4%.
 Per mode: a speculative level with a measured acceptance is scored per accepted token (the verify step's
