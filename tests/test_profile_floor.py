@@ -86,6 +86,17 @@ def test_a_moe_on_triton_where_a_prebuilt_kernel_was_expected_is_named_a_fallbac
     assert first["name"] == "profile: MoE GEMM (fallback)" and "fused_moe_kernel (Triton)" in first["detail"]
 
 
+def test_pytorchs_glue_around_a_prebuilt_moe_is_no_fallback_and_a_fallback_names_its_own_kernel():
+    # PyTorch the largest library, but not the most of the time: top-k, sorting and copies around the GEMMs
+    glue = profile_trace.FamilyTime(kf.MOE, 1.0, 40.0, {"PyTorch": 0.45, "CUTLASS": 0.35, "FlashInfer": 0.2},
+                                    [("topk", "PyTorch", 0.45), ("sm120_gemm", "CUTLASS", 0.35)])
+    assert not profile_floor.rows(table(glue), {kf.MOE: 0.5})[0].fallback
+    triton = profile_trace.FamilyTime(kf.ATTENTION, 1.0, 43.0, {"Triton": 0.6, "cuBLAS": 0.4},
+                                      [("nvjet_tst", "cuBLAS", 0.4), ("_sparse_mla_decode_kernel", "Triton", 0.6)])
+    row = profile_floor.rows(table(triton), {kf.ATTENTION: 0.1})[0]
+    assert row.fallback and row.line().endswith("; a fallback: _sparse_mla_decode_kernel (Triton)")
+
+
 @pytest.mark.parametrize("activities, stage, says", [
     ("CPU", "DECODE", "CPU ops' self time on the host"),
     ("GPU", "EXTEND", "the floor is a decode step's; this table is of EXTEND steps"),

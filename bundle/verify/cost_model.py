@@ -513,8 +513,8 @@ def step_cost(model: ModelShape, run: RunShape, *, shared_memory: bool = False) 
     ring = 2 * (tp - 1) / tp if tp > 1 else 0.0
     link = sum(k.count * k.message_bytes * (ring if k.what.startswith("all-reduce") else (tp - 1))
                for k in kinds)
-    return StepCost(bytes_per_gpu=weight_bytes + kv_bytes + sampler_bytes, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-                    flops_per_gpu=sum(flops_by_rate.values()), flops_by_rate=flops_by_rate,
+    return StepCost(bytes_per_gpu=weight_bytes + kv_bytes + sampler_bytes, weight_bytes=weight_bytes,
+                    kv_bytes=kv_bytes, flops_per_gpu=sum(flops_by_rate.values()), flops_by_rate=flops_by_rate,
                     link_bytes_per_gpu=link, collectives=sum(k.count for k in kinds), tokens=T,
                     bytes_by_class=by_class, experts_read=experts, collective_kinds=kinds,
                     sampler_bytes=sampler_bytes)
@@ -696,9 +696,8 @@ def _by_family(model: ModelShape, cost: StepCost, *, weights_ms: float, kv_ms: f
     """The floor's parts by the kernel family that does the work: each weight class's bytes to its family
     (WeightGroup.family; the draft head's read spread over them alike), the KV and indexer caches to
     attention, the sampler's read to sampling, the collectives to collectives and the launches to the idle
-    gaps between kernels. Where
-    compute binds, the bandwidth parts are scaled up to it in proportion (an approximation: FLOPs are not
-    counted per family)."""
+    gaps between kernels. Where compute binds, the bandwidth parts are scaled up to it in proportion (an
+    approximation: FLOPs are not counted per family)."""
     bandwidth = weights_ms + kv_ms + sampler_ms
     roof = max(bandwidth, compute_ms or 0.0) / bandwidth if bandwidth else 1.0
     classes = sum(cost.bytes_by_class.values())

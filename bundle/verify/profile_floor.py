@@ -7,7 +7,7 @@ Only a decode step of GPU kernels is set against the floor: the floor is a decod
 trace (the engine rehearsal: CPU ops' self time) or a CPU figure (the host's memory bandwidth) is named as
 not comparable, and a prefill server's table (its EXTEND steps) as not a decode step's.
 
-A family whose time is mostly Triton's or PyTorch's own kernels, where SGLang's path on sm_120 runs a
+A family with more than half its time in Triton's or in PyTorch's own kernels, where SGLang's path on sm_120 runs a
 prebuilt one (the MoE: FlashInfer's MXFP4 module; attention: FlashInfer's sparse MLA and TileLang's
 indexer), is named a fallback: the seeds' cause, read from the trace.
 """
@@ -50,14 +50,21 @@ class Row:
         ratio = f" ({self.ms_per_step / self.floor_ms:.1f}x)" if self.floor_ms > 0 else ""
         none = " (none in the trace)" if not self.ms_per_step else ""
         return (f"{head}{none}, floor's share {self.floor_ms:.3g} ms{ratio}"
-                + (f"; a fallback: {self.kernels[0]}" if self.fallback and self.kernels else ""))
+                + (f"; a fallback: {self.fallback_kernel()}" if self.fallback and self.kernels else ""))
+
+    def fallback_kernel(self) -> str:
+        """The family's largest kernel from a fallback library (its largest kernel if none is named)."""
+        return next((k for k in self.kernels if k.endswith(tuple(f"({lib})" for lib in FALLBACK_LIBRARIES))),
+                    self.kernels[0])
 
 
 def fallback(family: str, libraries: dict[str, float]) -> bool:
-    """A prebuilt family whose largest library is Triton's or PyTorch's own kernels."""
-    if family not in PREBUILT_FAMILIES or not libraries:
+    """A prebuilt family with more than half its time in Triton's or PyTorch's own kernels (a majority:
+    PyTorch's elementwise glue around a prebuilt MoE stays under it)."""
+    total = sum(libraries.values())
+    if family not in PREBUILT_FAMILIES or not total:
         return False
-    return max(libraries, key=libraries.get) in FALLBACK_LIBRARIES
+    return max(sum(ms for lib, ms in libraries.items() if lib == fb) for fb in FALLBACK_LIBRARIES) > total / 2
 
 
 def rows(profile: StepProfile, floor: dict[str, float]) -> list[Row]:
