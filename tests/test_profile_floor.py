@@ -12,6 +12,7 @@ from bundle.verify import kernel_families as kf
 from bundle.verify import limits, profile_floor, profile_trace, verdict
 from tests.test_cost_model import SERVER, TINY_LLAMA, V4
 from tests.test_profile_trace import H100_TRACE
+from tests.test_verdict import SEEDS_ATTESTATION
 
 H100 = "NVIDIA H100 80GB HBM3"
 RUN = {"input_len": 256, "output_len": 256}
@@ -113,3 +114,15 @@ def test_a_cpu_or_prefill_table_is_not_comparable_and_gets_no_ratio_nor_a_say_in
 def test_a_level_with_no_floor_says_so():
     lines = profile_floor.lines(profile_trace.reduce_file(H100_TRACE), None, "C=1")
     assert lines == ["  against the floor: not comparable: the level has no floor (it was not scored)"]
+
+
+def test_a_slow_path_attestation_named_is_timed_by_the_profile_not_counted_twice():
+    """The seeds' attestation (Triton sparse-MLA decode) and a profile whose attention ran that kernel."""
+    evidence = verdict.evidence_from(SEEDS_ATTESTATION, None, None)
+    limit = scored(V4, SERVER, 94.13, tp=4, evidence=evidence)
+    seeds = table(family(kf.ATTENTION, 19.0, "Triton", "_sparse_mla_decode_kernel"), idle=5.0)
+    causes = scored(V4, SERVER, 94.13, tp=4, evidence=evidence,
+                    profile=profile_floor.evidence([seeds], limit, "C=1"))["verdict"]["causes"]
+    assert causes[0]["name"] == "profile: attention and indexer (fallback)"
+    attested = next(c for c in causes if c["name"] == "fallback kernels")
+    assert attested["seen"] and attested["explains_ms"] == 0 and "Triton sparse-MLA decode" in attested["detail"]

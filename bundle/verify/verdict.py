@@ -198,7 +198,10 @@ def _causes(level: Level, evidence: Evidence, gap: float) -> list[Cause | None]:
     profiled = evidence.profile is not None
     # Fallback kernels on CUDA cores: the original deployment's cause.
     per_path = level.layers * _fallback_call_us(level.batch) / 1000
-    if evidence.slow_paths:
+    if evidence.slow_paths and profiled:  # named by attestation, timed by the profile's families
+        out.append(Cause("fallback kernels", "; ".join(evidence.slow_paths) + " (its time is in the profile's "
+                         "families)", True, 0.0))
+    elif evidence.slow_paths:
         out.append(Cause("fallback kernels", "; ".join(evidence.slow_paths) + f" (about {per_path:.1f} ms a step "
                          f"per path: SGLang's Triton sparse-MLA decode took {_fallback_call_us(level.batch):.0f} us a "
                          f"call at batch {level.batch}, one call per layer)", True,
