@@ -270,6 +270,8 @@ def _assert_profiled(project: str, record: dict, printed: str) -> None:
     assert all(f["libraries"] for f in decode["families"])
     assert servers["prefill"]["profiles"][0]["stage"] == "EXTEND"  # pd's prefill server never decodes
     assert "CPU ops (torch's profiler, CPU activities only" in printed and "idle gaps" in printed
+    rows = [line.split("  ")[1] for line in printed.splitlines() if line.startswith("  ") and len(line.split("  ")) > 2]
+    assert all(f["family"] in rows for f in decode["families"]), printed  # a printed row per family of the table
     # every level scored as a CPU figure, its floor's parts in the record; the profiled level's printed
     # under each table, which is set against it only as not comparable (no ratio)
     parts = {lv["concurrency"]: lv["limit"]["parts"]["line"] for lv in record["levels"]}
