@@ -94,6 +94,8 @@ def bytes_by_class() -> str:
                            *(f"{c.bytes_by_class[g.name] / 1e9:.3f}" for c in costs))))
     lines.append(_row(("KV and indexer caches (384-token context)", "fp8/bf16", "whole on every rank",
                        *(f"{c.kv_bytes / 1e9:.3f}" for c in costs))))
+    lines.append(_row(("the sampler's read of the logits", "fp32", "whole on every rank",
+                       *(f"{c.sampler_bytes / 1e9:.4f}" for c in costs))))
     lines.append(_row(("**all**", "", "", *(f"**{c.bytes_per_gpu / 1e9:.2f}**" for c in costs))))
     return "\n".join(lines)
 

@@ -186,3 +186,13 @@ def test_the_cpu_rehearsal_reads_every_ranks_share_through_one_memory_bus():
     one, four = (cm.score(model, cm.RunShape(tp, 1, 32, 32), host, 20.0) for tp in (1, 4))
     assert one.figure == "cpu" and one.mfu is None
     assert four.floor_tpot_ms == pytest.approx(one.floor_tpot_ms, rel=0.01)
+
+
+def test_the_sampler_reads_the_whole_vocabularys_fp32_logits_on_every_rank_and_is_its_own_part():
+    model = cm.model_shape(V4)
+    tp1, tp4 = (cm.step_cost(model, cm.RunShape(tp, 1, 256, 256)) for tp in (1, 4))
+    assert tp1.sampler_bytes == tp4.sampler_bytes == pytest.approx(129280 * 4)  # gathered: not split over TP
+    assert cm.step_cost(model, cm.RunShape(4, 8, 256, 256)).sampler_bytes == pytest.approx(8 * tp4.sampler_bytes)
+    parts = cm.score(model, cm.RunShape(4, 1, 256, 256), cm.gpu(SERVER), 94.13).parts
+    assert ", sampler 0.0003 ms" in parts.line()  # 0.5 MB at 1,597 GB/s
+    assert parts.families["sampling"] == pytest.approx(parts.sampler_ms)

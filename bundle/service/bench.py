@@ -19,7 +19,7 @@ from bundle.errors import BundleError, Failed, UsageError
 from bundle.stack import runstate
 from bundle.stack.frontdoor import front_door
 from bundle.topology import PREFILL, Topology
-from bundle.verify import bench, comparable, limits, runstore, server_profile
+from bundle.verify import bench, comparable, limits, profile_floor, runstore, server_profile
 from bundle.reporter import Reporter
 from bundle.verify.plot import plot_bench
 from bundle.api import StackView
@@ -58,14 +58,19 @@ class Benched:
     unlike_previous: dict | None  # the latest run unlike this one, when none is like it
     plot: Path | None  # None without matplotlib
     profile: list[server_profile.ServerProfile] | None = None  # --profile: each server's table
+    profiled: tuple[str, dict | None] | None = None  # --profile: the level's label and its `limit` entry
 
     @property
     def bad_levels(self) -> tuple[bench.LevelResult, ...]:
         return self.result.bad_levels
 
     def profile_lines(self) -> list[str]:
-        """`--profile`: each server's per-family table as lines to print (none without a profile)."""
-        return server_profile.lines(self.profile) if self.profile is not None else []
+        """`--profile`: each server's per-family table, each set against the level's floor, as lines to
+        print (none without a profile)."""
+        if self.profile is None:
+            return []
+        label, limit = self.profiled or ("the level", None)
+        return server_profile.lines(self.profile, under=lambda table: profile_floor.lines(table, limit, label))
 
 
 @dataclass(frozen=True)
@@ -127,14 +132,16 @@ def limits_of(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
 
 
 def run_bench(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
-              plan: bench.BenchPlan, *, on_level: Callable | None = None, on_progress: Callable | None = None):
-    """Every level of `plan` against what `record` launched, each scored against the limit; returns
-    (the run's record, its folder)."""
+              plan: bench.BenchPlan, *, on_level: Callable | None = None, on_progress: Callable | None = None,
+              scoring: limits.Limits | None = None, keep_record: bool = True):
+    """Every level of `plan` against what `record` launched, each scored against the limit (`scoring`,
+    else limits_of()); returns (the run's record, its folder). `keep_record=False`: the caller records it
+    (bench.keep)."""
     return bench.run(stack, plan, project=record.project, mode=record.mode, env=record.env,
                      target=record.target, api_key_file=dep.api_key_file, redact=front_door(dep, topology).redact,
                      on_level=on_level, on_progress=on_progress,
                      stack_gone=lambda: stack_gone(stack, topology.front_service),
-                     limits=limits_of(dep, topology, record))
+                     limits=scoring or limits_of(dep, topology, record), keep_record=keep_record)
 
 
 def run_soak(dep: Deployment, topology: Topology, record: runstate.LaunchRecord, stack: StackView,
@@ -186,17 +193,39 @@ def benchmark(dep: Deployment, topology: Topology, record: runstate.LaunchRecord
             elif line.split(" (")[0] != printed["line"] and time.monotonic() - printed["at"] >= PROGRESS_EVERY_S:
                 reporter.print(line, markup=False)
                 printed.update(at=time.monotonic(), line=line.split(" (")[0])
-        result, run_dir = run_bench(dep, topology, record, stack, plan, on_level=on_level, on_progress=on_progress)
+        # one Limits for the levels and the profile's verdict (it reads nvidia-smi or probes the host)
+        scoring = limits_of(dep, topology, record)
+        result, run_dir = run_bench(dep, topology, record, stack, plan, on_level=on_level, on_progress=on_progress,
+                                    scoring=scoring, keep_record=profiled_level is None)
     baseline = asdict(dep.bench.baseline) if dep.bench.baseline else None
     # Only like with like in percent (bundle/verify/comparable.py): the named run is shown even when
     # it is unlike (its row says why there is no comparison); otherwise the latest run like this one.
     previous = against or runstore.previous_bench(history, result)
     unlike_previous = None if previous else comparable.latest_unlike(history, result)
     plot = plot_bench(result, run_dir / "bench.png", baseline=baseline, previous=previous)
-    profile = (_profile(dep, topology, record, stack, plan, profiled_level, run_dir, reporter)
-               if profiled_level is not None else None)
+    profile, profiled = None, None
+    if profiled_level is not None:
+        try:
+            profile = _profile(dep, topology, record, stack, plan, profiled_level, run_dir, reporter)
+            profiled = (f"C={profiled_level.concurrency}",
+                        _judged_with_profile(result, profiled_level.concurrency, profile, scoring))
+        finally:  # the measured levels are recorded whatever became of the profile
+            bench.keep(result, run_dir)
     return Benched(bench.BenchResult(result), run_dir, history, path, baseline, previous, compared_as,
-                   unlike_previous, plot, profile)
+                   unlike_previous, plot, profile, profiled)
+
+
+def _judged_with_profile(result: dict, concurrency: int, servers: list[server_profile.ServerProfile],
+                         scoring: limits.Limits) -> dict | None:
+    """The profiled level's measured entry judged again with the profile's families as evidence (where a
+    table is comparable with its floor: profile_floor.py); returns its `limit` entry."""
+    entry = next((lv for lv in result["levels"] if lv["concurrency"] == concurrency), None)
+    limit = (entry or {}).get("limit")
+    label = f"C={concurrency}"
+    evidence = profile_floor.evidence([p for s in servers for p in s.profiles], limit, label)
+    if evidence is not None:
+        entry["limit"] = limits.score_level(scoring, entry, result["config"], profile=evidence)
+    return (entry or {}).get("limit")
 
 
 def _profiled_level(plan: bench.BenchPlan, concurrency: int | None):

@@ -269,12 +269,12 @@ def run(stack, plan_: BenchPlan, *, project: str, mode: bool, env: dict[str, str
         on_level: Callable[[Level], None] | None = None, on_line: Callable[[str], None] | None = None,
         run_dir: Path | None = None, stack_gone: Callable[[], str | None] = lambda: None,
         on_progress: Callable[[LevelProgress], None] | None = None,
-        limits: Limits | None = None) -> tuple[dict, Path]:
+        limits: Limits | None = None, keep_record: bool = True) -> tuple[dict, Path]:
     """Every level in order; returns the run's record (also appended to the history) and its folder.
-    With `limits` each measured level is scored against the cost model (limits.py: its `limit` entry)."""
+    With `limits` each measured level is scored against the cost model (limits.py: its `limit` entry).
+    `keep_record=False`: the caller keeps it (keep()) once it has added to it (a profile's verdict)."""
     run_dir = run_dir or runstate.new_run_dir(project, "bench")
     stamp = run_dir.name.split("-bench")[0].replace("-", "")
-    history_path = runstate.project_dir(project) / runstore.BENCH_HISTORY
     record = {
         "kind": "bench", "run_id": run_dir.name, "label": plan_.label, "topology": plan_.topology,
         "project": project, modes.record_key(): mode, "target": target,
@@ -308,9 +308,15 @@ def run(stack, plan_: BenchPlan, *, project: str, mode: bool, env: dict[str, str
             stop_reason = f"skipped: C={level.concurrency} ran out of time"
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     record["ok"] = all(lv["status"] == "ok" for lv in record["levels"])
-    runstore.append_jsonl(history_path, record)
-    runstore.write_json(run_dir / "bench.json", record)
+    if keep_record:
+        keep(record, run_dir)
     return record, run_dir
+
+
+def keep(record: dict, run_dir: Path) -> None:
+    """A bench run's record appended to its project's history and written to its folder."""
+    runstore.append_jsonl(runstate.project_dir(record["project"]) / runstore.BENCH_HISTORY, record)
+    runstore.write_json(run_dir / "bench.json", record)
 
 
 # ---- soak: a fixed duration at one concurrency ------------------------------------------------------

@@ -45,6 +45,10 @@ is held within 3% per class and per layout to the census of that model built for
   MoE), BF16, plus the vocabulary-parallel embedding's all-reduce, and the output head's logits gathered
   once per step (FP32). Their bytes at the link's bandwidth and, for each, a small message's latency
   (collective_latency.py; the floor's parts: floor_parts below).
+- The sampler: every TP rank samples from the whole vocabulary's logits, gathered and cast to FP32
+  (sglang/srt/layers/logits_processor.py, the next-token logits buffer), and reads them at least once
+  (sglang/srt/layers/sampler.py, Sampler.forward: greedy's argmax reads them once; temperature, softmax
+  and top-k/top-p sampling read them again): tokens x vocabulary x 4 bytes, its own part of the floor.
 - Speculative decoding: a verify step holds draft + 1 tokens per request; the draft head (DeepSeek's
   MTP/NEXTN or DSpark: one decoder layer) runs once per draft step and reads its layer's weights each
   time. A step yields the acceptance length in tokens per request, so TPOT's floor is the step's floor
@@ -64,6 +68,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from bundle.verify import collective_latency
+from bundle.verify import kernel_families as kf
 from bundle.verify.collective_latency import CollectiveLatency
 
 HARDWARE_FILE = Path(__file__).resolve().with_name("hardware.json")
@@ -84,6 +89,7 @@ SAFETENSORS_DTYPES = {"F32": "fp32", "BF16": "bf16", "F16": "fp16", "F8_E4M3": "
 DSV4_KV_ENTRY_BYTES = 448 + 64 * 2 + 8
 DSV4_INDEX_ENTRY_BYTES = 128 + 4
 INDEXED_RATIO = 4  # DeepSeek-V4's compressed layers with the indexer's top-k selection
+SAMPLER_LOGIT_BYTES = 4  # the logits the sampler reads are FP32 (the module's assumptions)
 
 # How a class is read by a decode step (the census's words): whole, per routed expert touched, or only
 # the rows its tokens index (an embedding, a rotary or hash-routing table).
@@ -127,6 +133,7 @@ class WeightGroup:
     read: str = EVERY_STEP
     params: float = 0.0  # parameters used per token (FLOPs; routed experts: ONE expert over the layers)
     row_bytes: float = 0.0  # ROWS: bytes of one row (one token's read)
+    family: str = kf.DENSE_GEMM  # the kernel family that reads it in a profile (kernel_families.py)
 
     def held(self, layout: Layout) -> float:
         if self.split == REPLICATED:
@@ -240,6 +247,7 @@ class StepCost:
     bytes_by_class: dict = field(default_factory=dict)  # weight class -> bytes read per step per GPU
     experts_read: float = 0.0  # distinct routed experts read per MoE layer on the busiest rank
     collective_kinds: tuple[Collective, ...] = ()
+    sampler_bytes: float = 0.0  # the sampler's one read of the FP32 logits
 
 
 # ---- reading the model --------------------------------------------------------------------------------
@@ -364,18 +372,19 @@ def _deepseek_v4(cfg: dict, dtypes: dict[str, str], *, fp8_wo_a: bool = False) -
         WeightGroup("indexer weights_proj", indexed * h * ih * 2, "bf16", REPLICATED, params=indexed * h * ih),
         WeightGroup("hyper-connection mixers", (L * 2 * (mix * hc * h + mix + 3) + hc * hc * h + hc + 1) * 4,
                     "fp32", REPLICATED, params=L * 2 * mix * hc * h + hc * hc * h),
-        WeightGroup("norms and sinks", norms, "bf16", REPLICATED),
+        WeightGroup("norms and sinks", norms, "bf16", REPLICATED, family=kf.ELEMENTWISE),
         WeightGroup("router", moe_layers * n_routed * (h * 2 + 4), "bf16",  # + the FP32 score bias, every layer
-                    REPLICATED, params=moe_layers * n_routed * h),
+                    REPLICATED, params=moe_layers * n_routed * h, family=kf.MOE),
         WeightGroup("shared experts", moe_layers * int(g["n_shared_experts"]) * (
-            _fp8(2 * inter, h) + _fp8(h, inter)), dense, params=moe_layers * int(g["n_shared_experts"]) * expert_params),
+            _fp8(2 * inter, h) + _fp8(h, inter)), dense, params=moe_layers * int(g["n_shared_experts"]) * expert_params,
+                    family=kf.MOE),
         WeightGroup("dense MLP layers", dense_layers * (_fp8(2 * int(g["intermediate_size"]), h)
                                                         + _fp8(h, int(g["intermediate_size"]))), dense,
                     params=dense_layers * 3 * h * int(g["intermediate_size"])),
         WeightGroup("output head", vocab * h * 2, "bf16", VOCAB, params=vocab * h),
-        WeightGroup("embedding", vocab * h * 2, "bf16", VOCAB, read=ROWS, row_bytes=h * 2),
+        WeightGroup("embedding", vocab * h * 2, "bf16", VOCAB, read=ROWS, row_bytes=h * 2, family=kf.ELEMENTWISE),
         WeightGroup("routed experts", moe_layers * n_routed * expert_params * BYTES[expert_dtype], expert_dtype,
-                    EXPERTS, read=PER_EXPERT, params=moe_layers * expert_params),
+                    EXPERTS, read=PER_EXPERT, params=moe_layers * expert_params, family=kf.MOE),
     )
     shape = ModelShape(
         name="DeepSeek-V4", layers=L, hidden=h, vocab=vocab, groups=tuple(gr for gr in groups if gr.bytes_at_tp1),
@@ -499,14 +508,16 @@ def step_cost(model: ModelShape, run: RunShape, *, shared_memory: bool = False) 
     attn_flops = T * (kv_entries * 2 * model.heads * (model.qk_dim + model.v_dim)
                       + index_keys * 2 * model.index_heads * model.index_dim) / layout.attn_tp * ranks_reading
     flops_by_rate["bf16"] = flops_by_rate.get("bf16", 0.0) + attn_flops
+    sampler_bytes = T * model.vocab * SAMPLER_LOGIT_BYTES * ranks_reading  # every rank samples the whole vocabulary
     kinds = collectives_of(model, run)
     ring = 2 * (tp - 1) / tp if tp > 1 else 0.0
     link = sum(k.count * k.message_bytes * (ring if k.what.startswith("all-reduce") else (tp - 1))
                for k in kinds)
-    return StepCost(bytes_per_gpu=weight_bytes + kv_bytes, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-                    flops_per_gpu=sum(flops_by_rate.values()), flops_by_rate=flops_by_rate,
+    return StepCost(bytes_per_gpu=weight_bytes + kv_bytes + sampler_bytes, weight_bytes=weight_bytes,
+                    kv_bytes=kv_bytes, flops_per_gpu=sum(flops_by_rate.values()), flops_by_rate=flops_by_rate,
                     link_bytes_per_gpu=link, collectives=sum(k.count for k in kinds), tokens=T,
-                    bytes_by_class=by_class, experts_read=experts, collective_kinds=kinds)
+                    bytes_by_class=by_class, experts_read=experts, collective_kinds=kinds,
+                    sampler_bytes=sampler_bytes)
 
 
 # ---- hardware -----------------------------------------------------------------------------------------
@@ -549,7 +560,9 @@ KERNELS_PER_LAYER = 40
 
 
 def _ms(value: float) -> str:
-    return f"{value:.2f} ms" if value >= 0.1 else f"{value:.3f} ms"
+    if value >= 0.1:
+        return f"{value:.2f} ms"
+    return f"{value:.3f} ms" if value >= 0.001 or not value else f"{value:.1g} ms"  # the sampler: 0.0003 ms
 
 
 @dataclass(frozen=True)
@@ -565,10 +578,14 @@ class FloorParts:
     latency_source: str | None
     launches_ms: float
     launches: int
+    # The floor's share of each kernel family (kernel_families.py), ms per step, adding up to step_ms: a
+    # profile's per-family table is set against it (profile_floor.py).
+    families: dict = field(default_factory=dict)
+    sampler_ms: float = 0.0  # the sampler's read of the logits
 
     @property
     def bandwidth_ms(self) -> float:
-        return self.weights_ms + self.kv_ms
+        return self.weights_ms + self.kv_ms + self.sampler_ms
 
     @property
     def step_ms(self) -> float:
@@ -576,12 +593,15 @@ class FloorParts:
 
     def binding(self) -> str:
         """What sets the floor most: the largest part."""
-        parts = {"weights": self.weights_ms, "KV cache": self.kv_ms, "compute": self.compute_ms or 0.0,
+        parts = {"weights": self.weights_ms, "KV cache": self.kv_ms, "sampler": self.sampler_ms,
+                 "compute": self.compute_ms or 0.0,
                  "collectives": self.collectives_ms, "kernel launches": self.launches_ms}
         return max(parts, key=parts.get)
 
     def line(self) -> str:
         text = f"weights {_ms(self.weights_ms)}, KV {_ms(self.kv_ms)}"
+        if self.sampler_ms:
+            text += f", sampler {_ms(self.sampler_ms)}"
         if self.compute_ms is not None:
             text += f", compute {_ms(self.compute_ms)}"
         if self.collectives:
@@ -593,11 +613,13 @@ class FloorParts:
 
     def as_dict(self) -> dict:
         return {"weights_ms": round(self.weights_ms, 4), "kv_ms": round(self.kv_ms, 4),
+                "sampler_ms": round(self.sampler_ms, 6),
                 "compute_ms": None if self.compute_ms is None else round(self.compute_ms, 4),
                 "collectives_ms": round(self.collectives_ms, 4), "collectives": self.collectives,
                 "collective_each_us": round(self.collective_each_us, 2), "latency_source": self.latency_source,
                 "launches_ms": round(self.launches_ms, 4), "launches": self.launches,
-                "step_ms": round(self.step_ms, 4), "binding": self.binding(), "line": self.line()}
+                "step_ms": round(self.step_ms, 4), "binding": self.binding(), "line": self.line(),
+                "families": {name: round(ms, 6) for name, ms in self.families.items()}}
 
 
 @dataclass(frozen=True)
@@ -658,10 +680,40 @@ def floor_parts(model: ModelShape, run: RunShape, hw: Hardware, cost: StepCost, 
             coll_s += kind.count * table.seconds(kind.message_bytes)
             count += kind.count
     launches = model.layers * KERNELS_PER_LAYER if cuda_graphs is False and hw.figure == "gpu" else 0
-    return FloorParts(weights_ms=cost.weight_bytes / bw * 1000, kv_ms=cost.kv_bytes / bw * 1000, compute_ms=compute,
+    weights_ms, kv_ms, sampler_ms = (cost.weight_bytes / bw * 1000, cost.kv_bytes / bw * 1000,
+                                     cost.sampler_bytes / bw * 1000)
+    return FloorParts(weights_ms=weights_ms, kv_ms=kv_ms, sampler_ms=sampler_ms, compute_ms=compute,
                       collectives_ms=coll_s * 1000, collectives=count,
                       collective_each_us=coll_s / count * 1e6 if count else 0.0, latency_source=source,
-                      launches_ms=launches * LAUNCH_S * 1000, launches=launches)
+                      launches_ms=launches * LAUNCH_S * 1000, launches=launches,
+                      families=_by_family(model, cost, weights_ms=weights_ms, kv_ms=kv_ms, sampler_ms=sampler_ms,
+                                          compute_ms=compute, collectives_ms=coll_s * 1000,
+                                          launches_ms=launches * LAUNCH_S * 1000))
+
+
+def _by_family(model: ModelShape, cost: StepCost, *, weights_ms: float, kv_ms: float, sampler_ms: float,
+               compute_ms: float | None, collectives_ms: float, launches_ms: float) -> dict[str, float]:
+    """The floor's parts by the kernel family that does the work: each weight class's bytes to its family
+    (WeightGroup.family; the draft head's read spread over them alike), the KV and indexer caches to
+    attention, the sampler's read to sampling, the collectives to collectives and the launches to the idle
+    gaps between kernels. Where compute binds, the bandwidth parts are scaled up to it in proportion (an
+    approximation: FLOPs are not counted per family)."""
+    bandwidth = weights_ms + kv_ms + sampler_ms
+    roof = max(bandwidth, compute_ms or 0.0) / bandwidth if bandwidth else 1.0
+    classes = sum(cost.bytes_by_class.values())
+    out: dict[str, float] = {}
+
+    def add(family: str, ms: float) -> None:
+        if ms > 0:
+            out[family] = out.get(family, 0.0) + ms
+
+    for g in model.groups:
+        add(g.family, cost.bytes_by_class.get(g.name, 0.0) / classes * weights_ms * roof if classes else 0.0)
+    add(kf.ATTENTION, kv_ms * roof)
+    add(kf.SAMPLING, sampler_ms * roof)
+    add(kf.COLLECTIVES, collectives_ms)
+    add(kf.IDLE, launches_ms)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def score(model: ModelShape, run: RunShape, hw: Hardware, measured_tpot_ms: float, *,

@@ -156,7 +156,9 @@ def collect(stack, workers: Workers, servers: list[ServerProfile], profile_id: s
     return servers
 
 
-def lines(servers: list[ServerProfile]) -> list[str]:
+def lines(servers: list[ServerProfile],
+          under: Callable[[profile_trace.StepProfile], list[str]] = lambda table: []) -> list[str]:
+    """Each server's tables, each followed by what `under` says of it (its floor's shares)."""
     out = []
     for server in servers:
         if server.problem and not server.profiles:
@@ -165,6 +167,7 @@ def lines(servers: list[ServerProfile]) -> list[str]:
         for profile in server.profiles:
             out.append(f"{server.role} ({'+'.join(server.activities)} activities):")
             out.extend(profile_trace.lines(profile))
+            out.extend(under(profile))
         if server.problem:
             out.append(f"{server.role}: {server.problem}")
     return out

@@ -4,8 +4,9 @@ explain.
 
 Bands, by the floor's share of the measured TPOT (floor / measured; the floor is the larger of the bandwidth
 and compute times plus the collectives' latency and, without CUDA graphs, the kernel launches):
-  near   >= 50%: what is left is kernel efficiency, the sampler and the scheduler, which the floor leaves
-               out; the best public DeepSeek-V4-Flash runs on these GPUs sit there.
+  near   >= 50%: what is left is kernel efficiency, the sampler beyond its read of the logits and the
+               scheduler, which the floor leaves out; the best public DeepSeek-V4-Flash runs on these GPUs
+               sit there.
   short  20-50%
   far    < 20%: the original deployment (Triton fallbacks on CUDA cores) reads 4%.
 Per mode: a speculative level with a measured acceptance is scored per accepted token (the verify step's
@@ -16,7 +17,10 @@ Each cause carries the milliseconds per token of the gap it can explain: an esti
 where the evidence shows it (attestation's live paths and CUDA graphs, doctor's collectives, nvidia-smi's
 power cap and PCIe link, the server's speculative acceptance, a profile's per-family table), an upper
 bound where nothing checked it. Causes are ordered by that figure, largest first; a cause the evidence
-rules out is left out. A near level still names what binds its floor. On the CPU engine the figure is
+rules out is left out. A profile (profile_floor.py) measures what would otherwise be suspects: the kernels'
+time by family (a fallback named from the trace), the gaps between them and the collectives, so with one
+those suspects give way to its families, each explaining its time over its share of the floor. A near
+level still names what binds its floor. On the CPU engine the figure is
 the host's, and the verdict says what a 1 M-parameter model on CPU is bound by.
 """
 
@@ -185,17 +189,27 @@ def _causes(level: Level, evidence: Evidence, gap: float) -> list[Cause | None]:
             if excess <= 0:
                 continue
             names = ", ".join(fam.kernels[:3])
+            floor = (", not in the floor" if fam.floor_ms_per_step is None
+                     else f" against {fam.floor_ms_per_step:.3g} ms of floor")
             out.append(Cause(f"profile: {fam.family}" + (" (fallback)" if fam.fallback else ""),
-                             f"{fam.ms_per_step:.2f} ms a step against {fam.floor_ms_per_step or 0:.2f} ms of floor"
+                             f"{fam.ms_per_step:.2f} ms a step{floor}"
                              + (f" ({names})" if names else "") + f"; {evidence.profile.source}", True,
                              capped(excess * per_token)))
+    # What a profile measures is no longer a suspect: the kernels' time (a fallback is named from the
+    # trace), the gaps between them (eager launches) and the collectives.
+    profiled = evidence.profile is not None
     # Fallback kernels on CUDA cores: the original deployment's cause.
     per_path = level.layers * _fallback_call_us(level.batch) / 1000
-    if evidence.slow_paths:
+    if evidence.slow_paths and profiled:  # named by attestation, timed by the profile's families
+        out.append(Cause("fallback kernels", "; ".join(evidence.slow_paths) + " (its time is in the profile's "
+                         "families)", True, 0.0))
+    elif evidence.slow_paths:
         out.append(Cause("fallback kernels", "; ".join(evidence.slow_paths) + f" (about {per_path:.1f} ms a step "
                          f"per path: SGLang's Triton sparse-MLA decode took {_fallback_call_us(level.batch):.0f} us a "
                          f"call at batch {level.batch}, one call per layer)", True,
                          capped(per_path * len(evidence.slow_paths) * per_token)))
+    elif profiled:
+        pass
     elif evidence.slow_paths is None:
         out.append(Cause("fallback kernels", "Triton/torch paths on CUDA cores (sparse-MLA decode, MoE) were the "
                          "original deployment's tenfold loss; `bundle launch` attests them (attestation.json)", False,
@@ -208,7 +222,7 @@ def _causes(level: Level, evidence: Evidence, gap: float) -> list[Cause | None]:
     if evidence.eager:
         out.append(Cause("eager mode", "decode runs without CUDA graphs: about 10x slower (levers.cuda_graphs)", True,
                          capped(eager_ms)))
-    elif evidence.eager is None:
+    elif evidence.eager is None and not profiled:
         out.append(Cause("eager mode", "whether decode runs CUDA graphs (attestation's CUDA graphs line)", False,
                          capped(eager_ms)))
     # Power cap (clocks are not judged: read after a level they are idle clocks, not the run's).
@@ -232,7 +246,7 @@ def _causes(level: Level, evidence: Evidence, gap: float) -> list[Cause | None]:
             out.append(Cause("PCIe link", "trained at " + ", ".join(low) + " (reseat, riser, BIOS lane settings)", True,
                              capped((level.link_ms or 0.0) * (slow - 1) + level.collectives * level.collective_each_us
                                     / 1000 * 0.5)))
-        elif evidence.pcie_gen is None:
+        elif evidence.pcie_gen is None and not profiled:
             out.append(Cause("PCIe link", "nvidia-smi's pcie.link.width current against max, gen max against gpumax",
                              False, capped((level.link_ms or 0.0) * 3)))
         # Collectives slower than the floor's figure: through host memory, or across sockets.
@@ -241,8 +255,8 @@ def _causes(level: Level, evidence: Evidence, gap: float) -> list[Cause | None]:
             bw = f"; NCCL bus bandwidth {evidence.busbw_gb_s:.1f} GB/s" if evidence.busbw_gb_s else ""
             out.append(Cause("PCIe-safe collectives", "NCCL_P2P_DISABLE=1 and no custom all-reduce: every all-reduce "
                              f"goes through host memory{bw} (collectives.json says why it was chosen)", True,
-                             0.0 if evidence.latency_measured else capped(worse)))
-        elif evidence.pcie_safe is None or not evidence.latency_measured:
+                             0.0 if evidence.latency_measured or profiled else capped(worse)))
+        elif (evidence.pcie_safe is None or not evidence.latency_measured) and not profiled:
             out.append(Cause("collective latency", f"{level.collectives} collectives a step at "
                              f"{level.collective_each_us:.0f} us each (a cited figure); across CPU sockets or through "
                              f"host memory they cost up to {WORST_LATENCY_S * 1e6:.0f} us (`bundle doctor` measures "

@@ -200,7 +200,7 @@ def test_pd_on_the_real_engine_benches_every_level_and_profiles_one(engine, pd_s
     record = json.loads(captured.out)  # the run's JSON record (indented: the whole of stdout)
     assert [lv["status"] for lv in record["levels"]] == ["ok", "ok"]
     assert all(lv["metrics"]["completed"] == lv["concurrency"] for lv in record["levels"])
-    _assert_profiled(pd_stack, record["run_id"], captured.err)
+    _assert_profiled(pd_stack, record, captured.err)
 
 
 # inference-perf 0.7.0 (the client llm-d's guides use; nobody here wrote it), offline (HF_HUB_OFFLINE=1,
@@ -251,11 +251,13 @@ def test_pd_on_the_real_engine_recovers_from_a_sigkill(engine, pd_stack, capsys)
     _down_leaves_nothing(engine, "pd")
 
 
-def _assert_profiled(project: str, run_id: str, printed: str) -> None:
+def _assert_profiled(project: str, record: dict, printed: str) -> None:
     """`bench --profile 1`: SGLang's profiler on both servers, CPU activities (the servers say they run
-    on CPU), decode's steps by kernel family from the pinned SGLang's own spans and frames."""
+    on CPU), decode's steps by kernel family from the pinned SGLang's own spans and frames, each table
+    printed with the level's floor's parts and named not comparable with it (CPU ops, a CPU figure)."""
     from bundle.stack import runstate
 
+    run_id = record["run_id"]
     profile = json.loads((runstate.project_dir(project) / run_id / "profile" / "profile.json").read_text())
     servers = {s["role"]: s for s in profile["servers"]}
     assert set(servers) == {"prefill", "decode"} and profile["level"]["status"] == "ok", profile
@@ -268,6 +270,18 @@ def _assert_profiled(project: str, run_id: str, printed: str) -> None:
     assert all(f["libraries"] for f in decode["families"])
     assert servers["prefill"]["profiles"][0]["stage"] == "EXTEND"  # pd's prefill server never decodes
     assert "CPU ops (torch's profiler, CPU activities only" in printed and "idle gaps" in printed
+    rows = [line.split("  ")[1] for line in printed.splitlines() if line.startswith("  ") and len(line.split("  ")) > 2]
+    assert all(f["family"] in rows for f in decode["families"]), printed  # a printed row per family of the table
+    # every level scored as a CPU figure, its floor's parts in the record; the profiled level's printed
+    # under each table, which is set against it only as not comparable (no ratio)
+    parts = {lv["concurrency"]: lv["limit"]["parts"]["line"] for lv in record["levels"]}
+    assert set(parts) == {1, 8} and all(line.startswith("weights ") and ", KV " in line for line in parts.values())
+    against = [line for line in printed.splitlines() if line.startswith("  against the floor")]
+    assert len(against) == sum(len(s["profiles"]) for s in servers.values()), printed  # one under each table
+    assert all(line.endswith(f"; the floor of C=1: {parts[1]}") for line in against), against
+    assert any("not comparable: CPU ops' self time on the host" in line for line in against), against
+    assert any("not comparable: the floor is a decode step's; this table is of EXTEND steps" in line
+               for line in against), against
 
 
 # 231 s (2026-12-03, on two workers): two SGLang replicas on CPU, a SIGKILL and a model reload.
