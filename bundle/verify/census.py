@@ -51,15 +51,16 @@ def layout_args(layouts: tuple[cost_model.Layout, ...] = LAYOUTS) -> list[str]:
 
 
 def run_in_image(image: str, config: Path, out_dir: Path, *, layouts: tuple[cost_model.Layout, ...] = LAYOUTS,
-                 timeout: float = TIMEOUT_S) -> dict:
+                 timeout: float = TIMEOUT_S, draft: str | None = None) -> dict:
     """The census of `config` counted by SGLang inside `image` (no network, the probe and the config folder
-    mounted read-only); its JSON, with how it was made. A failure raises with the probe's output."""
+    mounted read-only); its JSON, with how it was made. A failure raises with the probe's output.
+    `draft` ("mtp"): the census of the speculative draft SGLang builds beside the model instead."""
     from bundle.errors import Failed
     from bundle.stack import engine
 
     out_dir.mkdir(parents=True, exist_ok=True)
     command = ["python3", f"{MOUNT}/census_probe.py", "--config-dir", f"{MOUNT}/model",
-               "--out", f"{MOUNT}/out/census.json", *layout_args(layouts)]
+               "--out", f"{MOUNT}/out/census.json", *layout_args(layouts), *(["--draft", draft] if draft else [])]
     run = engine.run_audit_container(image, command, volumes=[(PROBE, f"{MOUNT}/census_probe.py", "ro"),
                                                               (config.parent, f"{MOUNT}/model", "ro"),
                                                               (out_dir, f"{MOUNT}/out", "rw")],

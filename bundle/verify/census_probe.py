@@ -6,7 +6,17 @@ rank layout asked for it builds SGLang's own `DeepseekV4ForCausalLM` (through SG
 ModelConfig, quantization config and model class, as a scheduler process does) on the meta device, in
 the dtypes SGLang keeps on sm_120, and counts every parameter and buffer of one rank by weight class.
 
-    python census_probe.py --config-dir DIR --out FILE --layout 4:1 --layout 4:4 ...
+    python census_probe.py --config-dir DIR --out FILE --layout 4:1 --layout 4:4 ... [--draft mtp]
+
+`--draft mtp`: each layout's census is of the MTP draft instead (DeepSeek's NEXTN head, what
+`levers.speculative: mtp` / `mtp-light` run through SGLang's EAGLE path): the server arguments carry the
+lever's `--speculative-algorithm EAGLE` flags and the model is SGLang's own draft build
+(`ModelConfig.from_server_args(..., is_draft_model=True)`: SGLang renames the architecture to
+`DeepseekV4ForCausalLMNextN`, one decoder layer built with compress ratio 0, e_proj/h_proj, the hc head),
+under the same patches as the target and no others. The draft builds its own embedding and output head,
+which EAGLE's worker replaces with the target's at load (`set_embed_and_head`): they are counted, and
+each such class is marked `"shared_with_target": true` (held once, by the target; still read by every
+draft step for the head).
 
 `--layout TP:EP` (EP 1: expert parallelism off; EP = TP: on). The JSON written to FILE holds, per layout,
 each class's bytes, element count and dtypes on rank 0 (ranks are alike: TP splits evenly, and EP gives
@@ -73,6 +83,15 @@ CLASSES = [
     ("embedding", r"embed_tokens\.", "rows indexed"),
     ("output head", r"^lm_head\.", "every step"),
 ]
+# The MTP draft's own classes (DeepseekV4ModelNextN), ahead of the target's: its input projections of the
+# token's embedding and of the target's hidden state.
+DRAFT_CLASSES = [("draft e_proj + h_proj", r"^model\.(e_proj|h_proj)\.", "every step")]
+# What EAGLE's draft worker replaces with the target's own tensors at load (set_embed_and_head).
+SHARED_WITH_TARGET = ("embedding", "output head")
+# The flags of levers.speculative's mtp-light (bundle/config/levers.py, restated: no bundle package here);
+# the draft's build does not depend on the step count.
+DRAFT_ARGS = {"mtp": ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "1",
+                      "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2"]}
 
 
 # The image audit's sm_120 platform facts (bundle/images/audit/probe.py, SM120_PLATFORM): this script runs
@@ -203,14 +222,14 @@ def stand_in_groups() -> None:
     parallel.override_permanently(**groups)
 
 
-def classify(name: str) -> tuple[str, str]:
-    for cls, pattern, read in CLASSES:
+def classify(name: str, draft: bool = False) -> tuple[str, str]:
+    for cls, pattern, read in (DRAFT_CLASSES if draft else []) + CLASSES:
         if re.search(pattern, name):
             return cls, read
     return "other", "every step"
 
 
-def server_args_for(config_dir: str, tp: int, ep: int, dp_attention: bool):
+def server_args_for(config_dir: str, tp: int, ep: int, dp_attention: bool, draft: str | None = None):
     """SGLang's own ServerArgs for the layout, through SGLang's own command-line entry (as the image audit
     resolves a server's arguments); `--device cuda`: what get_device() answers on a GPU host."""
     from sglang.srt.server_args import prepare_server_args
@@ -219,6 +238,8 @@ def server_args_for(config_dir: str, tp: int, ep: int, dp_attention: bool):
             "--device", "cuda"]
     if dp_attention:
         argv += ["--enable-dp-attention", "--dp-size", str(tp)]
+    if draft:
+        argv += DRAFT_ARGS[draft]
     return prepare_server_args(argv)
 
 
@@ -257,7 +278,7 @@ def fill_config_defaults(hf_config) -> dict:
     return filled
 
 
-def census_of(config_dir: str, tp: int, ep: int, dp_attention: bool = False) -> dict:
+def census_of(config_dir: str, tp: int, ep: int, dp_attention: bool = False, draft: str | None = None) -> dict:
     import torch
     from sglang.srt import runtime_context
     from sglang.srt.configs.load_config import LoadConfig
@@ -266,12 +287,13 @@ def census_of(config_dir: str, tp: int, ep: int, dp_attention: bool = False) -> 
     from sglang.srt.layers.moe.utils import get_moe_runner_backend
     from sglang.srt.model_loader.utils import set_default_torch_dtype
 
-    server_args = server_args_for(config_dir, tp, ep, dp_attention)
+    server_args = server_args_for(config_dir, tp, ep, dp_attention, draft)
     runtime_context.get_parallel().clear_stamp()  # the previous layout's ranks and group stand-ins
     runtime_context.publish(server_args, role="scheduler", ranks=runtime_context.SpawnRanks(world_rank=0, gpu_id=0))
     stand_in_groups()
     scheduler_init()
-    model_config = ModelConfig.from_server_args(server_args)
+    # the draft: as SGLang's EAGLE worker builds its draft runner's config
+    model_config = ModelConfig.from_server_args(server_args, is_draft_model=bool(draft))
     filled = fill_config_defaults(model_config.hf_config)
     load_config = LoadConfig(load_format="dummy")
     quant_config = loader._get_quantization_config(model_config, load_config)
@@ -286,9 +308,11 @@ def census_of(config_dir: str, tp: int, ep: int, dp_attention: bool = False) -> 
     tensors = [(n, t, "parameter") for n, t in model.named_parameters(remove_duplicate=True)]
     tensors += [(n, t, "buffer") for n, t in model.named_buffers(remove_duplicate=True)]
     for name, tensor, kind in tensors:
-        cls, read = classify(name)
+        cls, read = classify(name, bool(draft))
         entry = classes.setdefault(cls, {"bytes": 0, "elements": 0, "tensors": 0, "dtypes": {}, "read": read,
                                          "examples": []})
+        if draft and cls in SHARED_WITH_TARGET:
+            entry["shared_with_target"] = True
         size = tensor.numel() * tensor.element_size()
         entry["bytes"] += size
         entry["elements"] += tensor.numel()
@@ -299,6 +323,7 @@ def census_of(config_dir: str, tp: int, ep: int, dp_attention: bool = False) -> 
             entry["examples"].append(f"{name} {kind} {dtype} {list(tensor.shape)}")
     config = model_config.hf_config
     return {"tp": tp, "ep": ep, "dp_attention": dp_attention, "rank": 0,
+            **({"draft": draft, "architecture": type(model).__name__} if draft else {}),
             "quantization": quant_config.get_name() if quant_config else None,
             "moe_runner_backend": str(get_moe_runner_backend()),
             "expert_method": next((type(m.quant_method).__name__ for n, m in model.named_modules()
@@ -315,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config-dir", required=True, help="a folder with the model's config.json")
     parser.add_argument("--out", required=True)
     parser.add_argument("--layout", action="append", default=[], help="TP:EP[:dpa]")
+    parser.add_argument("--draft", choices=sorted(DRAFT_ARGS), help="count the speculative draft instead")
     args = parser.parse_args(argv)
     layouts = [tuple(x.split(":")) for x in args.layout] or [("4", "1")]
     devices = max(int(x[0]) for x in layouts)
@@ -324,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out = {"sglang": getattr(sglang, "__version__", "?"), "torch": torch.__version__, "gpu": GPU_NAME,
            "capability": ".".join(map(str, CAPABILITY)),
-           "env": {k: v for k, v in os.environ.items() if k.startswith("SGLANG_")}, "layouts": []}
+           "env": {k: v for k, v in os.environ.items() if k.startswith("SGLANG_")}, "layouts": [],
+           **({"draft": args.draft} if args.draft else {})}
     config_text = open(os.path.join(args.config_dir, "config.json"), "rb").read()
     import hashlib
 
@@ -335,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         print(f"census: TP {tp}, EP {ep}{', DP attention' if dpa else ''} ...", file=sys.stderr, flush=True)
         try:
-            entry = census_of(args.config_dir, tp, ep, dpa)
+            entry = census_of(args.config_dir, tp, ep, dpa, args.draft)
         except Exception as exc:  # one layout that cannot be built is recorded, the others still run
             entry = {"tp": tp, "ep": ep, "dp_attention": dpa, "error": f"{type(exc).__name__}: {exc}",
                      "traceback": traceback.format_exc()[-3000:]}

@@ -49,9 +49,12 @@ is held within 3% per class and per layout to the census of that model built for
   (sglang/srt/layers/logits_processor.py, the next-token logits buffer), and reads them at least once
   (sglang/srt/layers/sampler.py, Sampler.forward: greedy's argmax reads them once; temperature, softmax
   and top-k/top-p sampling read them again): tokens x vocabulary x 4 bytes, its own part of the floor.
-- Speculative decoding: a verify step holds draft + 1 tokens per request; the draft head (DeepSeek's
-  MTP/NEXTN or DSpark: one decoder layer) runs once per draft step and reads its layer's weights each
-  time. A step yields the acceptance length in tokens per request, so TPOT's floor is the step's floor
+- Speculative decoding: a verify step holds draft + 1 tokens per request; the draft (draft_shape: SGLang's
+  own MTP/NEXTN draft, one window-only decoder layer with its routed MoE, e_proj/h_proj and the hc head,
+  held to its census like the model) reads its weights once per draft pass, the output head it shares
+  with the model included: EAGLE with top-k 1 makes one pass per drafted token (mtp 3, mtp-light 1), a
+  DSpark step one pass (its draft counted as the MTP draft's shape). A step yields the acceptance length
+  in tokens per request, so TPOT's floor is the step's floor
   divided by it; with the acceptance unknown the floor is a plain step's, one token per request (an
   "effective" MBU, which speculation can take past 100%).
 - On the CPU engine every rank shares the host's memory bus: the bytes of all ranks are read through
@@ -171,7 +174,8 @@ class ModelShape:
     index_heads: int = 0
     index_dim: int = 0
     index_entry_bytes: float = 0.0
-    draft_layer_fraction: float = 0.0  # a draft head's share of one step's bytes (one layer)
+    draft_layer_fraction: float = 0.0  # a draft head's share of one step's bytes (one layer): without `draft`
+    draft: ModelShape | None = None  # the speculative draft SGLang builds beside the model (draft_shape)
     kv_replicated: bool = False  # one latent KV head (MLA): every TP rank keeps the whole cache
     all_reduces_per_layer: int = 2  # under TP: after the attention's output projection, after the MLP/MoE
     notes: tuple[str, ...] = ()
@@ -194,6 +198,7 @@ class RunShape:
     input_len: int
     output_len: int
     draft_tokens: int = 0  # speculative: tokens drafted per request per step (0: none)
+    draft_passes: int | None = None  # the draft's forward passes per step; None: draft_tokens (draft_passes_of)
     accept_length: float | None = None  # measured tokens per request per step; None: unknown
     ep: int = 1  # expert parallelism (1: off)
     dp_attention: bool = False
@@ -248,6 +253,7 @@ class StepCost:
     experts_read: float = 0.0  # distinct routed experts read per MoE layer on the busiest rank
     collective_kinds: tuple[Collective, ...] = ()
     sampler_bytes: float = 0.0  # the sampler's one read of the FP32 logits
+    draft_bytes: float = 0.0  # of weight_bytes: the draft's passes (draft_read), per GPU
 
 
 # ---- reading the model --------------------------------------------------------------------------------
@@ -301,7 +307,8 @@ def model_shape(config: dict, dtypes: dict[str, str] | None = None, *, fp8_wo_a:
     """The shape of a config.json: DeepSeek-V4 (SGLang's DeepSeekV4Config defaults fill what it leaves
     out) or a dense Llama-like model (the CPU engine's). `fp8_wo_a`: SGLANG_OPT_FP8_WO_A_GEMM set."""
     if config.get("model_type") == "deepseek_v4":
-        return _deepseek_v4(config, dtypes or {}, fp8_wo_a=fp8_wo_a)
+        shape = _deepseek_v4(config, dtypes or {}, fp8_wo_a=fp8_wo_a)
+        return replace(shape, draft=draft_shape(config, dtypes, fp8_wo_a=fp8_wo_a))
     return _dense(config)
 
 
@@ -422,6 +429,54 @@ def _with_draft(shape: ModelShape) -> ModelShape:
     return replace(shape, draft_layer_fraction=1.0 / max(shape.layers, 1))
 
 
+# ---- the speculative draft ----------------------------------------------------------------------------
+# What EAGLE's draft worker takes from the model at load (set_embed_and_head): held once, by the model,
+# but read by every draft pass (the head whole, the embedding by its rows).
+DRAFT_SHARED = ("embedding", "output head")
+
+
+def draft_shape(config: dict, dtypes: dict[str, str] | None = None, *, fp8_wo_a: bool = False) -> ModelShape | None:
+    """The MTP draft SGLang 0.5.23 builds for DeepSeek-V4 (`DeepseekV4ForCausalLMNextN`, what levers.speculative
+    mtp / mtp-light run; held to its census, tests/data/census/): one decoder layer as the model's, built with
+    compress ratio 0 (window only: no compressor, no indexer) and a routed MoE; e_proj and h_proj (FP8,
+    replicated) projecting the token's embedding and the model's hidden state; the hyper-connection head and
+    three norms (enorm, hnorm, the head's); its own embedding and output head, which the worker replaces
+    with the model's (DRAFT_SHARED). None for a model without one here."""
+    if config.get("model_type") != "deepseek_v4":
+        return None
+    one = dict(config, num_hidden_layers=1, compress_ratios=[0], first_k_dense_replace=0)
+    shape = _deepseek_v4(one, dtypes or {}, fp8_wo_a=fp8_wo_a)
+    h, dense = shape.hidden, _dense_dtype(config)
+    groups = [replace(g, bytes_at_tp1=g.bytes_at_tp1 + 2 * h * 2) if g.name == "norms and sinks" else g
+              for g in shape.groups]  # enorm and hnorm beside the head's norm
+    groups.append(WeightGroup("draft e_proj + h_proj", 2 * _fp8(h, h), dense, REPLICATED, params=2 * h * h))
+    return replace(shape, name="DeepSeek-V4 MTP draft", groups=tuple(groups), draft_layer_fraction=0.0,
+                   notes=shape.notes + (f"embedding and output head shared with the model ({', '.join(DRAFT_SHARED)})",))
+
+
+def draft_passes_of(run: RunShape) -> int:
+    """The draft's forward passes in one step. EAGLE with top-k 1 (mtp: 3 steps; mtp-light: 1) drafts one
+    token per pass: steps - 1 passes in the draft loop and one draft-extend over the verified tokens, so
+    as many passes as drafted tokens, unless the run says otherwise (DSpark drafts its block in one)."""
+    if not run.draft_tokens:
+        return 0
+    return run.draft_passes if run.draft_passes is not None else run.draft_tokens
+
+
+def draft_read(draft: ModelShape, run: RunShape, *, shared_memory: bool = False) -> tuple[float, dict]:
+    """(bytes, FLOPs by tensor rate) the draft's passes in one step read and do, per GPU: each inner pass
+    one token per request, the last (the draft-extend) every verified token; the draft's window KV each."""
+    passes = draft_passes_of(run)
+    if not passes:
+        return 0.0, {}
+    plain = replace(run, draft_tokens=0, draft_passes=None)
+    inner = step_cost(draft, plain, shared_memory=shared_memory)
+    extend = step_cost(draft, replace(plain, concurrency=run.tokens), shared_memory=shared_memory)
+    flops = {rate: inner.flops_by_rate.get(rate, 0.0) * (passes - 1) + extend.flops_by_rate.get(rate, 0.0)
+             for rate in set(inner.flops_by_rate) | set(extend.flops_by_rate)}
+    return inner.bytes_per_gpu * (passes - 1) + extend.bytes_per_gpu, flops
+
+
 # ---- one step -----------------------------------------------------------------------------------------
 def distinct_experts(n_routed: int, top_k: int, tokens: int) -> float:
     if not n_routed:
@@ -486,8 +541,14 @@ def step_cost(model: ModelShape, run: RunShape, *, shared_memory: bool = False) 
             rate = COMPUTE[g.dtype]
             flops_by_rate[rate] = flops_by_rate.get(rate, 0.0) + 2.0 * used * T * share * ranks_reading
     weight_bytes = sum(by_class.values())
-    if run.draft_tokens:  # the draft head: one layer's weights per draft step (shape's assumption)
-        weight_bytes *= 1.0 + model.draft_layer_fraction * run.draft_tokens
+    drafted = 0.0
+    if run.draft_tokens and model.draft is not None:  # the draft's own weights, each of its passes
+        drafted, draft_flops = draft_read(model.draft, run, shared_memory=shared_memory)
+        for rate, f in draft_flops.items():
+            flops_by_rate[rate] = flops_by_rate.get(rate, 0.0) + f
+    elif run.draft_tokens:  # no draft shape: one layer's weights per draft step
+        drafted = weight_bytes * model.draft_layer_fraction * run.draft_tokens
+    weight_bytes += drafted
     ctx = run.context
     kv_entries, index_keys = 0.0, 0.0
     for layer in range(model.layers):
@@ -517,7 +578,7 @@ def step_cost(model: ModelShape, run: RunShape, *, shared_memory: bool = False) 
                     kv_bytes=kv_bytes, flops_per_gpu=sum(flops_by_rate.values()), flops_by_rate=flops_by_rate,
                     link_bytes_per_gpu=link, collectives=sum(k.count for k in kinds), tokens=T,
                     bytes_by_class=by_class, experts_read=experts, collective_kinds=kinds,
-                    sampler_bytes=sampler_bytes)
+                    sampler_bytes=sampler_bytes, draft_bytes=drafted)
 
 
 # ---- hardware -----------------------------------------------------------------------------------------

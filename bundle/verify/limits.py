@@ -40,6 +40,7 @@ class Limits:
     dp_attention: bool = False
     latency: CollectiveLatency | None = None  # doctor's measured small-message latency (None: cited)
     cuda_graphs: bool | None = None  # None: not known (taken as on, SGLang's default)
+    draft_passes: int | None = None  # the draft's passes per step; None: one per drafted token (EAGLE, top-k 1)
 
     def describe(self) -> dict:
         """The run record's `limits` entry: what the levels were scored against."""
@@ -68,7 +69,7 @@ def score_level(limits: Limits, level: dict, config: dict,
     run = cost_model.RunShape(tp=limits.tp, concurrency=concurrency, input_len=int(config.get("input_len") or 1),
                               output_len=int(config.get("output_len") or 1), draft_tokens=limits.draft_tokens,
                               accept_length=metrics.get(metric_names.ACCEPT_LENGTH), ep=limits.ep,
-                              dp_attention=limits.dp_attention)
+                              dp_attention=limits.dp_attention, draft_passes=limits.draft_passes)
     return judged(limits, run, float(tpot), profile=profile)
 
 
@@ -153,6 +154,16 @@ def _drafts(attestation: dict | None, speculative: str, dspark_block: int | None
     return LEVER_DRAFTS.get(speculative, 0)
 
 
+def _draft_passes(attestation: dict | None, speculative: str) -> int | None:
+    """DSpark drafts its whole block in one pass of its draft; EAGLE with top-k 1 (mtp, mtp-light) one token a
+    pass (None: the cost model's default). What the decode servers resolved, else what the levers ask."""
+    for r in (attestation or {}).get("records") or []:
+        f = r.get("fields") or {}
+        if r.get("role") != "prefill" and f.get("speculative_algorithm"):
+            return 1 if str(f["speculative_algorithm"]).upper() == "DSPARK" else None
+    return 1 if speculative == "dspark" else None
+
+
 def _layout(attestation: dict | None) -> tuple[int, bool]:
     """(EP size, DP attention) the decode servers resolved (attestation's fields), else (1, False)."""
     for r in (attestation or {}).get("records") or []:
@@ -205,4 +216,5 @@ def build(*, kind: str, model_folder: str | None, gpu_names: list[str], tp: int,
     else:
         hw = cost_model.cpu(host_gb_s or host_bandwidth.probe_gb_s())
     return Limits(model, hw, tp, servers, drafts, evidence, ep=ep, dp_attention=dp_attention, latency=latency,
-                  cuda_graphs=None if evidence.eager is None else not evidence.eager)
+                  cuda_graphs=None if evidence.eager is None else not evidence.eager,
+                  draft_passes=_draft_passes(attestation, speculative))

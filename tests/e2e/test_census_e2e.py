@@ -9,6 +9,7 @@ import pytest
 
 from bundle.verify import census
 from tests.test_census import RECORDED
+from tests.test_census_draft import DRAFT_RECORDED
 
 pytestmark = pytest.mark.docker
 
@@ -26,3 +27,18 @@ def test_the_census_rerun_in_the_image_is_the_recorded_one(rehearsal_image, tmp_
         assert {k: (c["bytes"], c["dtypes"]) for k, c in a["classes"].items()} == \
             {k: (c["bytes"], c["dtypes"]) for k, c in b["classes"].items()}, (a["tp"], a["ep"])
         assert a["local_experts"] == b["local_experts"]
+
+
+@pytest.mark.slow
+# The MTP draft's census of seven layouts in the rehearsal image: 20 s of imports, then 0.1 s a layout (2026-12-06).
+@pytest.mark.timeout(1800)
+def test_the_drafts_census_rerun_in_the_image_is_the_recorded_one(rehearsal_image, tmp_path):
+    now = census.run_in_image(rehearsal_image, census.config_in_use(None), tmp_path, draft="mtp")
+    then = census.load(DRAFT_RECORDED)
+    assert now["made"]["exit"] == 0, [e.get("error") for e in now["layouts"]]
+    assert now["draft"] == then["draft"] == "mtp" and now["config_sha256"] == then["config_sha256"]
+    assert [(e["tp"], e["ep"]) for e in now["layouts"]] == [(e["tp"], e["ep"]) for e in then["layouts"]]
+    for a, b in zip(now["layouts"], then["layouts"]):
+        assert a["architecture"] == b["architecture"] == "DeepseekV4ForCausalLMNextN"
+        assert {k: (c["bytes"], c["dtypes"]) for k, c in a["classes"].items()} == \
+            {k: (c["bytes"], c["dtypes"]) for k, c in b["classes"].items()}, (a["tp"], a["ep"])
