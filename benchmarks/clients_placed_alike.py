@@ -19,7 +19,7 @@ this host shares the same cores, so "host network" and "host" differ only in the
     .venv/bin/python benchmarks/clients_placed_alike.py [--rounds 3] [--keep-up]
 
 Launches `bundle launch pd --rehearsal engine` under a project of its own (a free front port), always
-takes it down at the end, prints a table and the ratio of medians, and writes
+takes it down at the end (its cache volume too), prints a table and the ratio of medians, and writes
 benchmarks/records/clients_placed_alike-<UTC stamp>.json.
 """
 
@@ -194,7 +194,8 @@ def main() -> int:
                 rows.append(row)
                 print(table([row]).splitlines()[1], flush=True)
     finally:
-        subprocess.run([BUNDLE, "down", "pd", "-c", str(config)], cwd=REPO, check=False)
+        # --volumes: the project is this run's own, so its JIT cache volume goes with it
+        subprocess.run([BUNDLE, "down", "pd", "-c", str(config), "--volumes"], cwd=REPO, check=False)
     summary = medians(rows)
     ip_m = summary["inference-perf / host, published port"]
     bs_m = summary["bench_serving / host network, published port"]
