@@ -8,14 +8,27 @@ from __future__ import annotations
 
 import glob
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
-# The checkout's top-level folders: a span whose first component is one of them is a repository path.
-TOP = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")}
+
+
+def _top_folders() -> set[str]:
+    """The checkout's tracked top-level folders: a span whose first component is one of them is a repository
+    path. Tracked only: what a run leaves (runs/, site/) is no repository path, and a guide citing
+    `runs/<project>/...` means the run's, not this checkout's."""
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False)
+    if listed.returncode == 0 and listed.stdout:
+        return {line.split("/", 1)[0] for line in listed.stdout.splitlines() if "/" in line
+                and not line.startswith(".")}
+    return {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")}  # not a git checkout
+
+
+TOP = _top_folders()
 # Spans shaped like a repository path that name something else.
 NOT_PATHS = {"docker/login-action": "a GitHub Action (docker's), in docs/release.md's workflow table"}
 PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w.*<>{}/-]*)(?:::(\w+))?" % "|".join(sorted(TOP)))
