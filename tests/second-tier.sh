@@ -14,15 +14,30 @@
 #      one nvcc job on 2 cores, the other core the tier's; the modules standing on the whole chain (the
 #      audit, the Dockerfile chain tests, the bench launcher's probe) go last and wait for it.
 # The layer lines are shown as they come (`[chain] ...`), the whole log kept. A warm engine has every
-# layer: both steps return in seconds. Without an engine the tier runs as it is (its Docker tests
-# skip, or fail under CI=true).
+# layer and the rehearsal image: nothing starts in the background, and the tier runs on WARM_TEST_WORKERS
+# (the Makefile's: one more) instead of TEST_WORKERS. Without an engine the tier runs as it is (its
+# Docker tests skip, or fail under CI=true).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export BIN=${BIN:-.venv/bin}  # the background job below reads it
 
 if ! docker info >/dev/null 2>&1; then
-  exec "$@"
+  PYTEST_XDIST_AUTO_NUM_WORKERS=${TEST_WORKERS:-2} exec "$@"
 fi
+
+# A warm engine holds every layer and the rehearsal image: nothing builds beside the tier, so no test
+# waits and the tier runs longest module first (not the container-free modules first, which only pays
+# while a build runs). Every layer told as built by the plan, and the rehearsal image of this tree's tag.
+if plan=$("$BIN/bundle" build --standin --dry-run 2>/dev/null) && grep -q '(built: will be reused)' <<<"$plan" \
+    && ! grep -q '(to build)' <<<"$plan" \
+    && tag=$("$BIN/python" -m bundle.rehearsal.shared.image tag 2>/dev/null) \
+    && docker image inspect "$tag" >/dev/null 2>&1; then
+  echo "[chain] every image the tier stands on is built (the stand-in chain and $tag): nothing builds beside it;" \
+    "the tier on ${WARM_TEST_WORKERS:-2} workers"
+  PYTEST_XDIST_AUTO_NUM_WORKERS=${WARM_TEST_WORKERS:-2} exec "$@"
+fi
+# The tier's workers while the images build beside it (`-n auto` reads this).
+export PYTEST_XDIST_AUTO_NUM_WORKERS=${TEST_WORKERS:-2}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bundle-chain.XXXXXX")
 rehearsal_status=$work/rehearsal-status

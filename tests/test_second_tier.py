@@ -25,10 +25,17 @@ def _bin(tmp_path: Path, build: str, rehearsal: str) -> Path:
     check for an engine), first on PATH."""
     folder = tmp_path / "bin"
     folder.mkdir()
-    (folder / "docker").write_text('#!/bin/sh\n[ "$1" = info ]\n')
-    # Its progress goes to stderr, the tag to stdout (as bundle.rehearsal.shared.image's command line).
-    (folder / "python").write_text("#!/bin/sh\n" + rehearsal + "\necho sglang-bundle/rehearsal:test\n")
-    (folder / "bundle").write_text("#!/bin/bash\n" + textwrap.dedent(build))
+    # `docker image inspect` finds an image only where IMAGES_PRESENT says so (a warm engine).
+    (folder / "docker").write_text('#!/bin/sh\n[ "$1" = info ] && exit 0\n'
+                                   '[ "$1 $2" = "image inspect" ] && [ -n "$IMAGES_PRESENT" ]\n')
+    # Its progress goes to stderr, the tag to stdout (as bundle.rehearsal.shared.image's command line;
+    # `tag` only prints it).
+    (folder / "python").write_text('#!/bin/sh\n[ "$3" = tag ] || { ' + rehearsal + '\n}\necho sglang-bundle/rehearsal:test\n')
+    # `bundle build --standin --dry-run`: the plan, each layer built or to build as IMAGES_PRESENT says.
+    (folder / "bundle").write_text('#!/bin/bash\nif [ "$3" = --dry-run ]; then\n'
+                                   '  state="(to build)"; [ -n "$IMAGES_PRESENT" ] && state="(built: will be reused)"\n'
+                                   '  for l in base pd kernels; do echo "$l x $state"; done; exit 0\nfi\n'
+                                   + textwrap.dedent(build))
     for f in folder.iterdir():
         f.chmod(0o755)
     return folder
@@ -38,13 +45,17 @@ REHEARSAL_BUILT = 'echo "rehearsal: built sglang-bundle/rehearsal:test in 1 s" >
 
 
 def _run(tmp_path: Path, build: str, tier: str, timeout: int = 60,
-         rehearsal: str = REHEARSAL_BUILT) -> subprocess.CompletedProcess:
+         rehearsal: str = REHEARSAL_BUILT, present: bool = False) -> subprocess.CompletedProcess:
     knob = tmp_path / "cg" / "buildkit"
     knob.mkdir(parents=True)
     (knob / "cpuset.cpus").write_text("0-7\n")
     folder = _bin(tmp_path, build, rehearsal)
-    env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}", "BIN": str(folder), "CHAIN_CGROUPS": str(knob), "KNOB": str(knob / "cpuset.cpus"),
-           "TMPDIR": str(tmp_path)}  # the script's work folder (its status file and log) goes there
+    # Not the statuses or worker count of a tier this one may run inside (the suite's own second tier).
+    inherited = {k: v for k, v in os.environ.items()
+                 if not k.startswith(("BUNDLE_CHAIN_BUILD", "BUNDLE_REHEARSAL_BUILD", "PYTEST_XDIST_AUTO"))}
+    env = {**inherited, "PATH": f"{folder}:{os.environ['PATH']}", "BIN": str(folder), "CHAIN_CGROUPS": str(knob), "KNOB": str(knob / "cpuset.cpus"),
+           "TMPDIR": str(tmp_path),  # the script's work folder (its status file and log) goes there
+           "IMAGES_PRESENT": "1" if present else "", "TEST_WORKERS": "2", "WARM_TEST_WORKERS": "3"}
     return subprocess.run(["bash", str(SCRIPT), "bash", "-c", tier], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -117,6 +128,25 @@ def test_a_tier_that_never_waits_stops_the_build_and_keeps_its_own_exit_code(tmp
     assert "no selected test needed the upper layers: stopping their build" in proc.stdout
     # Stopped mid-build, the knobs go back all the same.
     assert (tmp_path / "cg" / "buildkit" / "cpuset.cpus").read_text().strip() == "0-7"
+
+
+@pytest.mark.timeout(120)
+def test_on_a_warm_engine_nothing_builds_no_test_waits_and_the_tier_has_a_worker_more(tmp_path):
+    build = 'touch "$(dirname "$KNOB")/built"\n'
+    tier = ('echo "statuses: [${BUNDLE_REHEARSAL_BUILD_STATUS:-none}] [${BUNDLE_CHAIN_BUILD_STATUS:-none}]'
+            ' on $PYTEST_XDIST_AUTO_NUM_WORKERS workers"')
+    rehearsal = 'touch "$(dirname "$KNOB")/rehearsal-built"'
+    warm = _run(tmp_path / "warm", build, tier, rehearsal=rehearsal, present=True)
+    assert warm.returncode == 0, warm.stdout + warm.stderr
+    assert "statuses: [none] [none] on 3 workers" in warm.stdout  # one more: nothing builds beside it
+    assert "every image the tier stands on is built (the stand-in chain and sglang-bundle/rehearsal:test)" in warm.stdout
+    assert not any((tmp_path / "warm" / "cg" / "buildkit" / name).exists() for name in ("built", "rehearsal-built"))
+    # The same tier on an engine missing a layer: both builds run and the tier is told where they land.
+    cold = _run(tmp_path / "cold", build, tier + '; while [ ! -e "$BUNDLE_CHAIN_BUILD_STATUS" ]; do sleep 0.1; done',
+                rehearsal=rehearsal)
+    assert cold.returncode == 0, cold.stdout + cold.stderr
+    assert "statuses: [none]" not in cold.stdout and " on 2 workers" in cold.stdout
+    assert all((tmp_path / "cold" / "cg" / "buildkit" / name).exists() for name in ("built", "rehearsal-built"))
 
 
 def _record(seconds: float, modules: dict[str, float]) -> dict:
@@ -194,3 +224,23 @@ def test_a_docker_test_waits_for_the_rehearsal_images_status_and_fails_with_the_
         conftest.pytest_runtest_setup(_Item("engine.py", 60))
     status.write_text("0\n")
     conftest.pytest_runtest_setup(_Item("engine.py", 60))  # built: no wait, no failure
+
+
+def test_the_tier_clock_keeps_the_longest_tests_each_modules_start_and_how_busy_the_cores_were(tmp_path, monkeypatch):
+    from tests import tier_clock
+
+    stat = tmp_path / "stat"
+    # user nice system idle iowait ...: 60 busy of 100 at the start.
+    stat.write_text("cpu  40 0 20 30 10 0 0 0 0 0\ncpu0 1 2 3 4\n")
+    monkeypatch.setattr(tier_clock, "cpu_ticks", lambda: tier_clock._read(stat))
+    clock = tier_clock.TierClock("docker", cpu_at_start=tier_clock._read(stat))
+    for nodeid, when, seconds in [("a.py::slow", "setup", 2.0), ("a.py::slow", "call", 30.0),
+                                  ("b.py::quick", "call", 1.0), ("a.py::other", "call", 5.0)]:
+        clock.add(nodeid, when, seconds)
+    # 100 more ticks, 25 of them busy: the cores were a quarter busy during the tier.
+    stat.write_text("cpu  55 0 30 90 25 0 0 0 0 0\n")
+    record = clock.record()
+    assert record["cpu_busy"] == 0.25
+    assert list(record["longest_tests"].items()) == [("a.py::slow", 32.0), ("a.py::other", 5.0), ("b.py::quick", 1.0)]
+    assert set(record["started"]) == {"a.py", "b.py"} and record["modules"] == {"a.py": 37.0, "b.py": 1.0}
+    assert tier_clock._read(tmp_path / "missing") is None

@@ -28,22 +28,62 @@ from pathlib import Path
 BASELINE = Path(__file__).resolve().parents[1] / "benchmarks" / "ci_baseline.json"
 
 
+# How many of the longest tests a record keeps (setup, call and teardown together): enough to see which
+# test of a long module is its length, without a line per test of the whole tier.
+LONGEST_TESTS_KEPT = 40
+
+
+def cpu_ticks() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all cores since boot; None off Linux. Two readings give how busy the
+    machine was between them: whether a tier waits on its containers (cores idle: room for another
+    worker) or on the CPU (none)."""
+    return _read(Path("/proc/stat"))
+
+
+def _read(stat: Path) -> tuple[int, int] | None:
+    """The kernel's `cpu` line of /proc/stat: idle and iowait are not busy."""
+    try:
+        fields = [int(v) for v in stat.read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
 @dataclass
 class TierClock:
     tier: str
     started: float = field(default_factory=time.monotonic)
     modules: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    per_test: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # When each module's first report came, in seconds since the tier began: with the modules' lengths,
+    # the tier's timeline (which module started late, which worker sat idle at the end).
+    first_seen: dict[str, float] = field(default_factory=dict)
+    cpu_at_start: tuple[int, int] | None = field(default_factory=cpu_ticks)
     tests: int = 0
 
     def add(self, nodeid: str, when: str, seconds: float) -> None:
-        self.modules[nodeid.split("::", 1)[0]] += seconds
+        module = nodeid.split("::", 1)[0]
+        self.modules[module] += seconds
+        self.per_test[nodeid] += seconds
+        self.first_seen.setdefault(module, round(time.monotonic() - self.started - seconds, 1))
         if when == "call":
             self.tests += 1
 
+    def cpu_busy(self) -> float | None:
+        now = cpu_ticks()
+        if self.cpu_at_start is None or now is None or now[1] == self.cpu_at_start[1]:
+            return None
+        return round((now[0] - self.cpu_at_start[0]) / (now[1] - self.cpu_at_start[1]), 3)
+
     def record(self) -> dict:
+        longest = sorted(self.per_test.items(), key=lambda kv: -kv[1])[:LONGEST_TESTS_KEPT]
         return {"phase": f"tier:{self.tier}", "seconds": round(time.monotonic() - self.started, 1),
                 "tests": self.tests, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "modules": {path: round(s, 1) for path, s in sorted(self.modules.items(), key=lambda kv: -kv[1])}}
+                "cpu_busy": self.cpu_busy(),
+                "modules": {path: round(s, 1) for path, s in sorted(self.modules.items(), key=lambda kv: -kv[1])},
+                "started": dict(sorted(self.first_seen.items(), key=lambda kv: kv[1])),
+                "longest_tests": {nodeid: round(s, 1) for nodeid, s in longest}}
 
 
 def load_baseline(path: Path = BASELINE) -> dict:
