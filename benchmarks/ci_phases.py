@@ -50,6 +50,8 @@ def _prune() -> None:
         _sh("docker", "rm", "-f", *ids)
     _sh("docker", "system", "prune", "-af", "--volumes")
     _sh("docker", "buildx", "prune", "-af")
+    # And uv's download cache (`make install` goes through uv): a new machine has none.
+    _sh(str(REPO / ".venv" / "bin" / "uv"), "cache", "clean", "--force")
 
 
 def layers_from_output(text: str) -> dict[str, int]:
