@@ -49,6 +49,7 @@ def _run(tmp_path: Path, build: str, tier: str, timeout: int = 60,
     knob = tmp_path / "cg" / "buildkit"
     knob.mkdir(parents=True)
     (knob / "cpuset.cpus").write_text("0-7\n")
+    (knob / "cpu.shares").write_text("1024\n")
     folder = _bin(tmp_path, build, rehearsal)
     # Not the statuses or worker count of a tier this one may run inside (the suite's own second tier).
     inherited = {k: v for k, v in os.environ.items()
@@ -64,7 +65,7 @@ def _run(tmp_path: Path, build: str, tier: str, timeout: int = 60,
 def test_the_tier_waits_for_the_background_build_held_to_half_the_cores_then_put_back(tmp_path):
     build = """
         echo "[4/6] kernels   building x" ; sleep 0.5
-        echo "on cores $(cat "$KNOB") while building" >"$(dirname "$KNOB")/seen"
+        echo "on cores $(cat "$KNOB") at weight $(cat "$(dirname "$KNOB")/cpu.shares") while building" >"$(dirname "$KNOB")/seen"
         echo "[4/6] kernels   built   x in 2 s"
     """
     # The tier: wait for the status the way the standin_chain fixture does, then report it.
@@ -78,8 +79,10 @@ def test_the_tier_waits_for_the_background_build_held_to_half_the_cores_then_put
     cores = os.cpu_count()
     half = max(1, cores // 2) if cores > 1 else 1
     expected = f"{cores - half}-{cores - 1}"
-    assert (tmp_path / "cg" / "buildkit" / "seen").read_text().strip() == f"on cores {expected} while building"
+    # First on them: 8 times a container's weight.
+    assert (tmp_path / "cg" / "buildkit" / "seen").read_text().strip() == f"on cores {expected} at weight 8192 while building"
     assert (tmp_path / "cg" / "buildkit" / "cpuset.cpus").read_text().strip() == "0-7"  # put back
+    assert (tmp_path / "cg" / "buildkit" / "cpu.shares").read_text().strip() == "1024"
 
 
 @pytest.mark.timeout(120)
