@@ -93,11 +93,11 @@ PYTEST_TIER := $(BIN)/python -m pytest -p no:cacheprovider --durations=15 --cov=
 # run the 2 cores sat 50-70% idle during the simulator e2e tests. Each worker launches its own
 # shared rehearsals.
 TEST_WORKERS ?= 2
-# The Docker tier on a warm engine, where nothing builds beside it (tests/second-tier.sh chooses): one
-# worker more. Two left the cores idle part of the time there (the tier waits on containers starting,
-# health intervals, restart back-offs); on a cold engine the kernels layer's nvcc (one cicc of 8 GB)
-# and two workers' engine stacks already fill this 24 GB machine, so the tier keeps TEST_WORKERS there.
-WARM_TEST_WORKERS ?= 3
+# The Docker tier's workers on a warm engine, where nothing builds beside it (tests/second-tier.sh
+# chooses; TEST_WORKERS while images build). The same two by default: on 2 cores a third worker was
+# slower, not faster (2026-12-06, warm: the cores 100% busy from the first minute, the tier past 32 min
+# when stopped against 30.5 min on two). A machine with more cores than workers can give the warm tier more.
+WARM_TEST_WORKERS ?= $(TEST_WORKERS)
 test: $(STAMP) ## fast tier (no containers, no network, seconds; stops on a failure), then the images the Docker tier stands on (progress shown, reused when present), then the slow, Docker and network tier
 	BUNDLE_TIER=fast $(PYTEST_TIER) -n $(TEST_WORKERS) --dist loadfile \
 	  -m "not docker and not network and not slow and not gpu and not cluster" $(PYTEST_ARGS) || [ $$? -eq 5 ]

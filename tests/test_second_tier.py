@@ -134,14 +134,14 @@ def test_a_tier_that_never_waits_stops_the_build_and_keeps_its_own_exit_code(tmp
 
 
 @pytest.mark.timeout(120)
-def test_on_a_warm_engine_nothing_builds_no_test_waits_and_the_tier_has_a_worker_more(tmp_path):
+def test_on_a_warm_engine_nothing_builds_no_test_waits_and_the_tier_has_the_warm_worker_count(tmp_path):
     build = 'touch "$(dirname "$KNOB")/built"\n'
     tier = ('echo "statuses: [${BUNDLE_REHEARSAL_BUILD_STATUS:-none}] [${BUNDLE_CHAIN_BUILD_STATUS:-none}]'
             ' on $PYTEST_XDIST_AUTO_NUM_WORKERS workers"')
     rehearsal = 'touch "$(dirname "$KNOB")/rehearsal-built"'
     warm = _run(tmp_path / "warm", build, tier, rehearsal=rehearsal, present=True)
     assert warm.returncode == 0, warm.stdout + warm.stderr
-    assert "statuses: [none] [none] on 3 workers" in warm.stdout  # one more: nothing builds beside it
+    assert "statuses: [none] [none] on 3 workers" in warm.stdout  # WARM_TEST_WORKERS: nothing builds beside it
     assert "every image the tier stands on is built (the stand-in chain and sglang-bundle/rehearsal:test)" in warm.stdout
     assert not any((tmp_path / "warm" / "cg" / "buildkit" / name).exists() for name in ("built", "rehearsal-built"))
     # The same tier on an engine missing a layer: both builds run and the tier is told where they land.
