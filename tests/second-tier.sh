@@ -15,7 +15,7 @@
 #      audit, the Dockerfile chain tests, the bench launcher's probe) go last and wait for it.
 # The layer lines are shown as they come (`[chain] ...`), the whole log kept. A warm engine has every
 # layer and the rehearsal image: nothing starts in the background, and the tier runs on WARM_TEST_WORKERS
-# (the Makefile's: one more) instead of TEST_WORKERS. Without an engine the tier runs as it is (its
+# (the Makefile's: two, as TEST_WORKERS, on 2 cores) instead of TEST_WORKERS. Without an engine the tier runs as it is (its
 # Docker tests skip, or fail under CI=true).
 set -uo pipefail
 cd "$(dirname "$0")/.."
