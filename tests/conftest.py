@@ -170,8 +170,9 @@ def _skip_network_tests_without_the_index(items):
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile` with two changes for modules that last minutes (tests/e2e/): the modules go in
+    """`--dist loadfile` with three changes for modules that last minutes (tests/e2e/): the modules go in
     collection order (longest first, `_longest_modules_first`), not xdist's default by number of tests;
+    the modules reading one session's shared stacks go to one worker as one unit (`UNITS`);
     and a worker gets its next module only when it is down to its last test, not with two still to
     run: a worker that took the next module early would hold it behind a test of ten minutes while
     the other worker sat idle. (The last test is held until the next module arrives: a worker runs a
@@ -184,6 +185,16 @@ def pytest_xdist_make_scheduler(config, log):
         def __init__(self, config, log=None):
             super().__init__(config, log)
             config.option.loadscopereorder = False
+
+        units: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            # A test of a work unit wider than its module: the unit the workers wrote down at collection
+            # (`_units_of_shared_fixtures`; every worker has collected before the first scope is asked);
+            # the rest go by module.
+            if self.units is None:
+                self.units = _read_units(config)
+            return self.units.get(nodeid) or nodeid.split("::", 1)[0]
 
         def _reschedule(self, node):
             if node.shutting_down:
@@ -198,6 +209,58 @@ def pytest_xdist_make_scheduler(config, log):
     return LongestFirst(config, log)
 
 
+# Work units wider than a module: a session fixture -> the unit its tests form. The shared rehearsal
+# stacks (tests/e2e/conftest.py) serve three modules; spread over both workers each worker launched its
+# own tp4, pd and dp, and every stack stayed up, idle, to the session's end: an idle pd rehearsal holds
+# about 8% of a core in health checks alone (3 containers, a probe every 2 s; 2026-12-06, kernel process
+# accounting over 90 s). One unit launches each once, on one worker, and takes them down when it ends.
+UNITS = {"shared_rehearsal": "shared-rehearsal"}
+UNITS_FILE = "bundle_units_file"  # the workerinput key: where the workers write each test's unit
+
+
+def pytest_configure_node(node):
+    """xdist's controller, for each worker: the file the workers write the wider units to (the
+    controller's scheduler knows only node ids; fixtures are known where the tests are collected)."""
+    config = node.config
+    if not hasattr(config, "_bundle_units_file"):
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="bundle-units-", suffix=".json")
+        os.close(fd)
+        config._bundle_units_file = path
+        config.add_cleanup(lambda: Path(path).unlink(missing_ok=True))
+    node.workerinput[UNITS_FILE] = config._bundle_units_file
+
+
+def _read_units(config) -> dict[str, str]:
+    import json
+
+    path = getattr(config, "_bundle_units_file", None)
+    try:
+        return json.loads(Path(path).read_text() or "{}") if path else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _units_of_shared_fixtures(config, items):
+    """Each test's work unit: its module, or the unit of a shared fixture it uses. On an xdist worker
+    the tests of a wider unit are written down for the controller's scheduler (every worker writes the
+    same, atomically)."""
+    def unit(item):
+        return next((name for fixture, name in UNITS.items() if fixture in getattr(item, "fixturenames", ())),
+                    item.path)
+
+    path = getattr(config, "workerinput", {}).get(UNITS_FILE)
+    if path:
+        import json
+
+        wider = {item.nodeid: unit(item) for item in items if isinstance(unit(item), str)}
+        part = Path(f"{path}.{os.getpid()}")
+        part.write_text(json.dumps(wider))
+        os.replace(part, path)
+    return unit
+
+
 def _bound(config, item) -> float:
     mark = item.get_closest_marker("timeout")
     return float(mark.args[0] if mark and mark.args else config.getini("timeout") or 0)
@@ -210,16 +273,19 @@ def _longest_modules_first(config, items):
     estimate of its length), each module's tests in their own order. Without xdist, order is untouched."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         return
+    unit = _units_of_shared_fixtures(config, items)
     longest: dict = {}
     for item in items:
-        longest[item.path] = max(longest.get(item.path, 0.0), _bound(config, item))
-    position = {path: i for i, path in enumerate(longest)}
+        longest[unit(item)] = max(longest.get(unit(item), 0.0), _bound(config, item))
+    position = {key: i for i, key in enumerate(longest)}
+    module = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
     # While the images build beside the tier (tests/second-tier.sh): first the modules that start no
     # container (they run while the rehearsal image builds), then those standing on the rehearsal image,
     # last those standing on the whole chain (by then its build is done or nearly so).
     chain = {item.path for item in items if _waits_for_the_chain(item)}
     rehearsal = {item.path for item in items if _waits_for_the_rehearsal_image(item)}
-    items.sort(key=lambda item: (item.path in chain, item.path in rehearsal, -longest[item.path], position[item.path]))
+    items.sort(key=lambda item: (item.path in chain, item.path in rehearsal, -longest[unit(item)], position[unit(item)],
+                                 module[item.path]))
 
 
 def _time_for_the_builds(config, items):

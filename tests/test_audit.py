@@ -41,6 +41,37 @@ def test_sm120_coverage_follows_cudas_compatibility_rules(cubins, ptx, runs):
     assert sm120.coverage(cubins, ptx)["runs_on_sm120"] is runs
 
 
+def _elf(path: Path, sections: list[bytes], machine: int = 62) -> Path:
+    """A little-endian ELF64 with these section names (and the null and name-table sections)."""
+    names = b"\0" + b"".join(n + b"\0" for n in sections) + b".shstrtab\0"
+    count = len(sections) + 2
+    header = bytearray(64)
+    header[:6] = b"\x7fELF\x02\x01"
+    header[0x12:0x14] = machine.to_bytes(2, "little")
+    header[0x28:0x30] = (64 + len(names)).to_bytes(8, "little")  # the section headers after the names
+    header[0x3A:0x3C], header[0x3C:0x3E] = (64).to_bytes(2, "little"), count.to_bytes(2, "little")
+    header[0x3E:0x40] = (count - 1).to_bytes(2, "little")
+    table = bytearray(64 * count)
+    last = table[64 * (count - 1):]
+    last[0x18:0x20], last[0x20:0x28] = (64).to_bytes(8, "little"), len(names).to_bytes(8, "little")
+    table[64 * (count - 1):] = last
+    path.write_bytes(bytes(header) + names + bytes(table))
+    return path
+
+
+def test_only_a_library_without_a_fatbin_section_is_kept_from_cuobjdump(tmp_path):
+    from bundle.images.audit.probe import _may_hold_device_code
+
+    assert not _may_hold_device_code(str(_elf(tmp_path / "libplain.so", [b".text", b".rodata", b".nv.info"])))
+    for name in (b".nv_fatbin", b"__nv_relfatbin", b".nvFatBinSegment"):
+        assert _may_hold_device_code(str(_elf(tmp_path / "libdevice.so", [b".text", name])))
+    assert _may_hold_device_code(str(_elf(tmp_path / "k.cubin", [b".text"], machine=190)))  # a CUDA ELF itself
+    (tmp_path / "k.fatbin").write_bytes(b"\x50\xed\x55\xba" + bytes(60))  # no ELF: cuobjdump decides
+    assert _may_hold_device_code(str(tmp_path / "k.fatbin"))
+    (tmp_path / "cut.so").write_bytes(_elf(tmp_path / "whole.so", [b".text"]).read_bytes()[:80])
+    assert _may_hold_device_code(str(tmp_path / "cut.so"))  # a table past the end: not read, scanned
+
+
 def test_the_locks_packages_are_read_with_their_layer_and_hashes():
     packages = locked_packages(load_lock())
     assert packages["torch"].version == "2.14.1" and packages["torch"].layer == "framework"

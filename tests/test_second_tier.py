@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -210,6 +211,73 @@ def test_while_the_images_build_the_containerless_modules_go_first_the_chains_la
                            "dockerfiles.py"]
     assert order(False) == ["audit.py", "engine.py", "engine.py", "dockerfiles.py", "kernels.py", "browser.py",
                             "quick.py"]
+
+
+def test_the_modules_reading_the_shared_stacks_are_one_unit_placed_by_its_longest_test(monkeypatch):
+    from tests.conftest import _longest_modules_first
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    for var in ("BUNDLE_CHAIN_BUILD_STATUS", "BUNDLE_REHEARSAL_BUILD_STATUS"):
+        monkeypatch.delenv(var, raising=False)
+    items = [_Item("bench.py", 600, ("shared_rehearsal",)), _Item("engine.py", 1200), _Item("rehearsal.py", 900,
+             ("shared_rehearsal",)), _Item("rehearsal.py", 600), _Item("quick.py", 60),
+             _Item("smoke.py", 300, ("shared_rehearsal",))]
+    _longest_modules_first(_Config(), items)
+    # The unit's longest test is 900 s: after engine's 1200, before the rest; its modules together, in
+    # their collection order; rehearsal.py's test that reads no shared stack is its module's own unit.
+    assert [(item.path.name, bool(item.fixturenames)) for item in items] == [
+        ("engine.py", False), ("bench.py", True), ("rehearsal.py", True), ("smoke.py", True), ("rehearsal.py", False),
+        ("quick.py", False)]
+
+
+PLANTED_CONFTEST = """
+import os
+import pytest
+from tests.conftest import pytest_configure_node, pytest_xdist_make_scheduler  # noqa: F401  the suite's own
+from tests.conftest import _longest_modules_first
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    _longest_modules_first(config, items)
+
+@pytest.fixture(scope="session")
+def shared_rehearsal():
+    return "stacks"
+
+@pytest.fixture(autouse=True)
+def _log(request):
+    with open(os.environ["RUN_LOG"], "a") as f:
+        f.write(f"{os.environ['PYTEST_XDIST_WORKER']} {request.node.path.name} {request.node.name}\\n")
+"""
+
+
+@pytest.mark.timeout(120)
+def test_under_xdist_the_shared_stacks_unit_runs_whole_on_one_worker_in_a_row(tmp_path):
+    """The real pytest-xdist with the suite's scheduler, on a planted suite: the three modules reading
+    the shared stacks run on one worker, back to back, while the other worker takes the rest."""
+    (tmp_path / "conftest.py").write_text(PLANTED_CONFTEST)
+    reader = "import time\ndef test_{n}(shared_rehearsal):\n    time.sleep(0.5)\n"
+    other = "import time, pytest\n@pytest.mark.timeout({t})\ndef test_alone():\n    time.sleep({s})\n"
+    for name in ("bench", "rehearsal", "smoke"):
+        (tmp_path / f"test_{name}.py").write_text("".join(reader.format(n=n) for n in range(3)))
+    (tmp_path / "test_engine.py").write_text(other.format(t=1200, s=2))
+    (tmp_path / "test_quick.py").write_text(other.format(t=60, s=0.2))
+    (tmp_path / "test_slow.py").write_text(other.format(t=900, s=1))
+    log = tmp_path / "run.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RUN_LOG": str(log), "PYTEST_XDIST_AUTO_NUM_WORKERS": "2"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--dist",
+                           "loadfile", "-o", "timeout=300", str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=110)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = [line.split() for line in log.read_text().splitlines()]
+    readers = [i for i, (_, module, _) in enumerate(runs) if module in ("test_bench.py", "test_rehearsal.py",
+                                                                         "test_smoke.py")]
+    assert len(readers) == 9 and len({runs[i][0] for i in readers}) == 1, runs
+    worker = runs[readers[0]][0]
+    on_it = [module for w, module, _ in runs if w == worker]
+    first = on_it.index("test_bench.py")
+    assert on_it[first:first + 9] == ["test_bench.py"] * 3 + ["test_rehearsal.py"] * 3 + ["test_smoke.py"] * 3, on_it
 
 
 def test_a_docker_test_waits_for_the_rehearsal_images_status_and_fails_with_the_logs_tail(tmp_path, monkeypatch):

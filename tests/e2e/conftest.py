@@ -11,6 +11,7 @@ finds the stack as launched."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import uuid
@@ -85,36 +86,69 @@ def _shared_runs(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("shared-runs")
 
 
-@pytest.fixture(scope="session")
-def _shared_stacks(tmp_path_factory, _shared_runs, rehearsal_image):
-    made: dict[str, SharedRehearsal] = {}
-    folder = tmp_path_factory.mktemp("shared-rehearsal")
-    key_file = folder / "api_key"
-    key_file.write_text(SHARED_KEY + "\n")
+class SharedStacks:
+    """The session's shared rehearsals, launched on first use; `down()` takes every one down (the
+    next `get` of a topology launches it again)."""
 
-    def get(topology: str) -> SharedRehearsal:
-        if topology not in made:
+    def __init__(self, folder: Path):
+        self.made: dict[str, SharedRehearsal] = {}
+        self.folder = folder
+        self.key_file = folder / "api_key"
+        self.key_file.write_text(SHARED_KEY + "\n")
+
+    def get(self, topology: str) -> SharedRehearsal:
+        if topology not in self.made:
             port = _free_port()
-            config = folder / f"{topology}.yaml"
-            config.write_text(f"project: shared-{uuid.uuid4().hex[:6]}\napi_key_file: {key_file}\n"
+            config = self.folder / f"{topology}.yaml"
+            config.write_text(f"project: shared-{uuid.uuid4().hex[:6]}\napi_key_file: {self.key_file}\n"
                               f"model:\n  served_name: {SERVED}\nnetwork:\n  front_port: {port}\n")
             shared = SharedRehearsal(topology, config, load_config(config), SHARED_KEY, port)
-            made[topology] = shared
+            self.made[topology] = shared
             assert main(["launch", topology, "--rehearsal", "sim", "-c", str(config)]) == 0, f"shared {topology} launch"
             # Kept here: at the session's end no test's BUNDLE_RUNS_DIR points at the record any more.
             shared.launched = runstate.load(shared.project)
-        return made[topology]
+        return self.made[topology]
 
-    yield get
-    for shared in made.values():
-        try:
-            if shared.launched is None:
-                raise BundleError("no launch record")
-            stack_of(shared.launched).down(volumes=True, timeout=10)  # down -v --remove-orphans
-        except BundleError as exc:  # whatever a failed launch left behind
-            print(f"teardown of {shared.project}: {exc}")
-            subprocess.run(["docker", "compose", "-p", shared.project, "down", "-v", "--remove-orphans", "-t", "2"],
-                           capture_output=True)
+    __call__ = get
+
+    def down(self) -> None:
+        while self.made:
+            _, shared = self.made.popitem()
+            try:
+                if shared.launched is None:
+                    raise BundleError("no launch record")
+                stack_of(shared.launched).down(volumes=True, timeout=10)  # down -v --remove-orphans
+            except BundleError as exc:  # whatever a failed launch left behind
+                print(f"teardown of {shared.project}: {exc}")
+                subprocess.run(["docker", "compose", "-p", shared.project, "down", "-v", "--remove-orphans", "-t",
+                                "2"], capture_output=True)
+
+
+_LIVE: list[SharedStacks] = []  # this process's, while its session fixture lives
+
+
+@pytest.fixture(scope="session")
+def _shared_stacks(tmp_path_factory, _shared_runs, rehearsal_image):
+    stacks = SharedStacks(tmp_path_factory.mktemp("shared-rehearsal"))
+    _LIVE.append(stacks)
+    yield stacks
+    _LIVE.remove(stacks)
+    stacks.down()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """The shared stacks come down as soon as the tests reading them are done, not at the session's end:
+    on CI's 2 cores the other modules of the tier would share the CPU with their idle health checks
+    for the rest of it. Their tests form one work unit under xdist (tests/conftest.py's UNITS), so on
+    a worker the next test after the unit's last one needs none of them. Without xdist the tests run in
+    file order, the unit's modules apart: there the stacks stay up to the session's end, as before."""
+    def reads(test) -> bool:
+        return test is not None and "shared_rehearsal" in getattr(test, "fixturenames", ())
+
+    if os.environ.get("PYTEST_XDIST_WORKER") and reads(item) and not reads(nextitem):
+        for stacks in _LIVE:
+            stacks.down()
 
 
 @pytest.fixture
