@@ -242,23 +242,20 @@ def _read_units(config) -> dict[str, str]:
         return {}
 
 
-def _units_of_shared_fixtures(config, items):
-    """Each test's work unit: its module, or the unit of a shared fixture it uses. On an xdist worker
-    the tests of a wider unit are written down for the controller's scheduler (every worker writes the
-    same, atomically)."""
-    def unit(item):
-        return next((name for fixture, name in UNITS.items() if fixture in getattr(item, "fixturenames", ())),
-                    item.path)
-
+def _units_of_shared_fixtures(config, items) -> dict:
+    """Each test's work unit by node id: its module, or the unit of a shared fixture it uses. On an
+    xdist worker the tests of a wider unit are written down for the controller's scheduler (every
+    worker writes the same, atomically)."""
+    units = {item.nodeid: next((name for fixture, name in UNITS.items()
+                                if fixture in getattr(item, "fixturenames", ())), item.path) for item in items}
     path = getattr(config, "workerinput", {}).get(UNITS_FILE)
     if path:
         import json
 
-        wider = {item.nodeid: unit(item) for item in items if isinstance(unit(item), str)}
         part = Path(f"{path}.{os.getpid()}")
-        part.write_text(json.dumps(wider))
+        part.write_text(json.dumps({nodeid: unit for nodeid, unit in units.items() if isinstance(unit, str)}))
         os.replace(part, path)
-    return unit
+    return units
 
 
 def _bound(config, item) -> float:
@@ -273,7 +270,11 @@ def _longest_modules_first(config, items):
     estimate of its length), each module's tests in their own order. Without xdist, order is untouched."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         return
-    unit = _units_of_shared_fixtures(config, items)
+    units = _units_of_shared_fixtures(config, items)
+
+    def unit(item):
+        return units[item.nodeid]
+
     longest: dict = {}
     for item in items:
         longest[unit(item)] = max(longest.get(unit(item), 0.0), _bound(config, item))

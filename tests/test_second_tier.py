@@ -6,6 +6,7 @@ waits for the build stopping it. Driven with stand-ins for the venv's `python` a
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -175,9 +176,13 @@ def test_the_tier_clock_only_reports_within_the_margin_and_without_a_record():
     assert len(fresh) == 1 and "no recorded figure" in fresh[0]
 
 
+_SERIAL = itertools.count()
+
+
 class _Item:
     def __init__(self, path: str, timeout: float, fixtures: tuple[str, ...] = (), docker: bool = True):
         self.path, self.fixturenames, self._timeout, self._docker = Path(path), fixtures, timeout, docker
+        self.nodeid = f"{path}::test_{next(_SERIAL)}"
 
     def get_closest_marker(self, name):
         if name == "timeout":

@@ -1,7 +1,7 @@
-"""The Docker tier's shared rehearsals: one `bundle launch <topology> --rehearsal` per topology for the
-whole session, used by every check that only reads a running stack (attestation, smoke, bench, the
-API key, the rehearsal's answers). Each launch costs a minute or more on CI's 2 cores; the checks that
-break or take down a stack launch their own.
+"""The Docker tier's shared rehearsals: one `bundle launch <topology> --rehearsal` per topology for all
+the checks that only read a running stack (attestation, smoke, bench, the API key, the rehearsal's
+answers); under xdist they are one work unit, and the stacks come down when it ends. Each launch costs
+a minute or more on CI's 2 cores; the checks that break or take down a stack launch their own.
 
 A shared stack is configured as a careful operator would run it: an API key (so the key checks have
 something to enforce), its own project and front port. A check that turns a simulator knob (wrong
